@@ -1,0 +1,1 @@
+"""Anthropic Messages adapter for fncore; built in the adapters issue."""

@@ -1,0 +1,1 @@
+"""OpenAI adapter for fncore (Chat Completions and Responses); built in the adapters issue."""

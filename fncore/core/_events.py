@@ -1,0 +1,167 @@
+"""Events: what ``Agent.stream`` yields, and what hooks observe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias, final
+
+from returns.result import Result
+
+from fncore.core._errors import AgentError
+from fncore.core._messages import Message, ToolCallPart, ToolResultPart
+from fncore.core._model import (
+    ModelResponse,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallStarted,
+    UsageReported,
+)
+
+if TYPE_CHECKING:
+    from fncore.core._contexts import RunInfo
+    from fncore.core._result import RunResult
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RoundStarted:
+    """A round began: the context is (maybe) compressed, then the model is called."""
+
+    round: int
+    """The round's number, from 1."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RoundFinished:
+    """A round's model response is in."""
+
+    round: int
+    """The round's number, from 1."""
+    response: ModelResponse
+    """The response of the round."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolResultReady:
+    """A tool call has its result."""
+
+    result: ToolResultPart
+    """The result, paired with its call by ``call_id``."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunCompleted:
+    """The last event of a stream: how the run ended."""
+
+    outcome: Result[RunResult, AgentError]
+    """The same value ``Agent.run`` would have returned."""
+
+
+StreamEvent: TypeAlias = (
+    TextDelta
+    | ReasoningDelta
+    | ToolCallStarted
+    | ToolCallArgsDelta
+    | UsageReported
+    | RoundStarted
+    | RoundFinished
+    | ToolResultReady
+    | RunCompleted
+)
+"""Everything ``Agent.stream`` yields."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """Hook event: a run is starting."""
+
+    run: RunInfo
+    """The run."""
+    messages: tuple[Message, ...]
+    """The input messages, history included."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """Hook event: a run ended, successfully or not."""
+
+    run: RunInfo
+    """The run."""
+    outcome: Result[RunResult, AgentError]
+    """How it ended."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RoundStart:
+    """Hook event: a round is starting."""
+
+    run: RunInfo
+    """The run."""
+    round: int
+    """The round's number, from 1."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolStart:
+    """Hook event: a tool call is about to run."""
+
+    run: RunInfo
+    """The run."""
+    call: ToolCallPart
+    """The call."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolEnd:
+    """Hook event: a tool call has its result."""
+
+    run: RunInfo
+    """The run."""
+    call: ToolCallPart
+    """The call."""
+    result: ToolResultPart
+    """Its result."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """Hook event: ``compress_context`` changed the history."""
+
+    run: RunInfo
+    """The run."""
+    before: tuple[Message, ...]
+    """The history before."""
+    after: tuple[Message, ...]
+    """The history after."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ErrorRaised:
+    """Hook event: the run failed with an error value."""
+
+    run: RunInfo
+    """The run."""
+    error: AgentError
+    """The error."""
+
+
+HookEventName: TypeAlias = Literal[
+    "run_start", "run_end", "round_start", "tool_start", "tool_end", "compaction", "error"
+]
+"""The lifecycle events hooks can observe."""
+
+HookEvent: TypeAlias = (
+    RunStart | RunEnd | RoundStart | ToolStart | ToolEnd | Compaction | ErrorRaised
+)
+"""Any hook event."""

@@ -1,0 +1,281 @@
+"""The agent loop's decisions, as pure transitions.
+
+The runtime shell does the waiting (model calls, tools, hooks); every decision about what
+happens next is made here, from values alone, so the loop's rules are tested without a
+model or an event loop::
+
+    start ─▶ begin_round ─▶ (model) ─▶ on_response ─┬─▶ Finish
+                 ▲                                   ├─▶ Fail
+                 │                                   └─▶ RunTools ─▶ (tools) ─▶ on_tool_results
+                 └──────────────────── NextRound ◀──────────────────────────────┘
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeAlias, final
+
+from pydantic import BaseModel
+from returns.result import Failure
+
+from fncore.core._errors import (
+    InvalidHistory,
+    LoopError,
+    MaxIterationsReached,
+    TooManyToolErrors,
+    UnknownToolCalled,
+)
+from fncore.core._messages import Message, ToolCallPart, ToolResultPart, unanswered_calls
+from fncore.core._model import ModelResponse, ToolChoice
+from fncore.core._outcomes import Terminate
+from fncore.core._result import RunResult
+from fncore.core._tools import Tool
+from fncore.core._usage import Usage
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """How the agent loop behaves. The defaults are those of the seeds."""
+
+    max_iterations: int = 40
+    """Most model rounds in one run."""
+    max_consecutive_errors_per_request: int = 3
+    """Most rounds in a row with a failing tool call before the run stops."""
+    terminate_on_unknown_calls: bool = False
+    """Stop the run (instead of telling the model) when it calls an unknown tool."""
+    include_detailed_errors: bool = False
+    """Put the exception text of a failing tool in its result (it may leak internals)."""
+    tool_timeout: float | None = None
+    """Seconds a tool may run before its call fails; a tool's own timeout wins."""
+    max_concurrent_tools: int = 8
+    """Most tool calls of one round running at once."""
+    hook_timeout: float = 5.0
+    """Default seconds a hook may take before it is skipped with a warning."""
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 1:
+            msg = f"max_iterations must be at least 1, got {self.max_iterations}"
+            raise ValueError(msg)
+        if self.max_consecutive_errors_per_request < 1:
+            msg = (
+                "max_consecutive_errors_per_request must be at least 1, "
+                f"got {self.max_consecutive_errors_per_request}"
+            )
+            raise ValueError(msg)
+        if self.max_concurrent_tools < 1:
+            msg = f"max_concurrent_tools must be at least 1, got {self.max_concurrent_tools}"
+            raise ValueError(msg)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LoopState:
+    """Where a run is."""
+
+    history: tuple[Message, ...]
+    """The whole conversation, as the next model call will see it."""
+    new: tuple[Message, ...] = ()
+    """The messages this run added."""
+    round: int = 0
+    """The last round started (0 before the first)."""
+    errors_in_a_row: int = 0
+    """Consecutive rounds with a failing tool call."""
+    usage: Usage = Usage()
+    """Tokens spent so far."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """A tool call that passed validation and will go through ``tool_call``."""
+
+    call: ToolCallPart
+    tool: Tool
+    args: BaseModel
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A tool call answered without running (unknown tool, invalid arguments, tools off)."""
+
+    result: ToolResultPart
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The run is over with this result."""
+
+    result: RunResult
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """The run is over with this error."""
+
+    error: LoopError | InvalidHistory
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    """Run these calls (in order), then call `on_tool_results`."""
+
+    calls: tuple[Ready | Rejected, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class NextRound:
+    """Start the next round."""
+
+
+Decision: TypeAlias = Finish | Fail | RunTools | NextRound
+"""What the shell does next."""
+
+
+def start(messages: tuple[Message, ...]) -> LoopState | Fail:
+    """The state of a new run, or a failure if ``messages`` break the pairing rule."""
+    return check_history(messages) or LoopState(history=messages)
+
+
+def check_history(messages: tuple[Message, ...]) -> Fail | None:
+    """A `Fail` if some tool call in ``messages`` has no result, else ``None``."""
+    missing = unanswered_calls(messages)
+    if not missing:
+        return None
+    names = ", ".join(f"{c.name} ({c.id})" for c in missing)
+    return Fail(
+        InvalidHistory(
+            message=(
+                f"tool calls without a result: {names}. Add a tool message with a "
+                "ToolResultPart for each call, or drop the calls."
+            )
+        )
+    )
+
+
+def begin_round(state: LoopState, settings: LoopSettings) -> LoopState | Fail:
+    """Count a new round, or fail when the iteration limit is used up."""
+    if state.round >= settings.max_iterations:
+        return Fail(
+            MaxIterationsReached(
+                message=(
+                    f"the model still asked for tools after {settings.max_iterations} rounds; "
+                    "raise max_iterations or give the agent a narrower task"
+                ),
+                messages=state.new,
+            )
+        )
+    return LoopState(state.history, state.new, state.round + 1, state.errors_in_a_row, state.usage)
+
+
+def _closing(calls: tuple[ToolCallPart, ...], content: str) -> Message:
+    return Message(
+        "tool", tuple(ToolResultPart(c.id, c.name, content, is_error=True) for c in calls)
+    )
+
+
+def on_response(
+    state: LoopState,
+    response: ModelResponse,
+    tools: Mapping[str, Tool],
+    tool_choice: ToolChoice,
+    settings: LoopSettings,
+) -> tuple[LoopState, Decision]:
+    """Decide what follows a model response: finish with its text, or run its tool calls."""
+    message = response.message
+    usage = state.usage + response.usage
+    calls = message.tool_calls
+    history = (*state.history, message)
+    new = (*state.new, message)
+    if not calls:
+        done = LoopState(history, new, state.round, state.errors_in_a_row, usage)
+        result = RunResult(response.text, new, usage, state.round, "completed")
+        return done, Finish(result)
+    plan: list[Ready | Rejected] = []
+    for call in calls:
+        tool = tools.get(call.name)
+        if tool_choice == "none":
+            content = (
+                "Tool calls are disabled for this request (tool_choice='none'); answer in text."
+            )
+            plan.append(Rejected(ToolResultPart(call.id, call.name, content, is_error=True)))
+        elif tool is None:
+            if settings.terminate_on_unknown_calls:
+                closed = (*new, _closing(calls, f"Not run: unknown tool {call.name!r}."))
+                error = UnknownToolCalled(
+                    message=(
+                        f"the model called unknown tool {call.name!r}; offer it, or set "
+                        "terminate_on_unknown_calls=False to let the model recover"
+                    ),
+                    messages=closed,
+                    tool_name=call.name,
+                )
+                return LoopState(history, new, state.round, state.errors_in_a_row, usage), Fail(
+                    error
+                )
+            available = ", ".join(sorted(tools)) or "none"
+            content = f"Unknown tool {call.name!r}. Available tools: {available}."
+            plan.append(Rejected(ToolResultPart(call.id, call.name, content, is_error=True)))
+        else:
+            checked = tool.validate(call.arguments)
+            if type(checked) is Failure:
+                content = checked.failure()
+                plan.append(Rejected(ToolResultPart(call.id, call.name, content, is_error=True)))
+            else:
+                plan.append(Ready(call, tool, checked.unwrap()))
+    return LoopState(history, new, state.round, state.errors_in_a_row, usage), RunTools(tuple(plan))
+
+
+def on_tool_results(
+    state: LoopState,
+    results: tuple[ToolResultPart, ...],
+    tool_choice: ToolChoice,
+    settings: LoopSettings,
+) -> tuple[LoopState, Decision]:
+    """Record a round's tool results (in call order) and decide whether to go on."""
+    message = Message("tool", results)
+    history = (*state.history, message)
+    new = (*state.new, message)
+    errors = state.errors_in_a_row + 1 if any(r.is_error for r in results) else 0
+    after = LoopState(history, new, state.round, errors, state.usage)
+    if tool_choice != "auto" and tool_choice != "none":
+        output = "\n".join(r.content for r in results)
+        return after, Finish(RunResult(output, new, state.usage, state.round, "tool_required"))
+    if errors >= settings.max_consecutive_errors_per_request:
+        return after, Fail(
+            TooManyToolErrors(
+                message=(
+                    f"tool calls failed in {errors} rounds in a row; check the tools' results "
+                    "in `messages`, or raise max_consecutive_errors_per_request"
+                ),
+                messages=new,
+            )
+        )
+    return after, NextRound()
+
+
+def on_terminate(
+    state: LoopState,
+    terminate: Terminate,
+    results: tuple[ToolResultPart, ...] = (),
+) -> RunResult:
+    """The result of a run a middleware terminated; ``results`` close a tool round."""
+    new = state.new
+    if results:
+        new = (*new, Message("tool", results))
+    if terminate.output:
+        new = (*new, Message.assistant(terminate.output))
+    return RunResult(terminate.output, new, state.usage, state.round, "terminated")
+
+
+def replace_history(state: LoopState, messages: tuple[Message, ...]) -> LoopState | Fail:
+    """Adopt a compacted history, if it keeps every tool call paired with its result."""
+    return check_history(messages) or LoopState(
+        messages, state.new, state.round, state.errors_in_a_row, state.usage
+    )

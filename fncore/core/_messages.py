@@ -1,0 +1,157 @@
+"""Conversation messages and their content parts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias, final
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+"""Who a message is from. Tool results travel in ``tool`` messages."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """Plain text.
+
+    Example:
+        >>> TextPart("hello").text
+        'hello'
+    """
+
+    text: str
+    """The text."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """The model's visible reasoning (a thinking block or reasoning summary)."""
+
+    text: str
+    """The reasoning text."""
+    signature: str | None = None
+    """Provider signature that must be sent back unchanged (Anthropic thinking), if any."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A tool call the model asked for.
+
+    ``arguments`` is the raw JSON text the model produced; it is validated against the
+    tool's schema only when the call runs, so malformed JSON becomes a message the model
+    can react to instead of an exception.
+
+    Example:
+        >>> ToolCallPart(id="c1", name="add", arguments='{"a": 1, "b": 2}').parsed_arguments()
+        {'a': 1, 'b': 2}
+    """
+
+    id: str
+    """The call id that the matching result refers to."""
+    name: str
+    """The tool's name."""
+    arguments: str = "{}"
+    """The arguments as raw JSON text."""
+
+    def parsed_arguments(self) -> object:
+        """Return the arguments parsed as JSON, or ``None`` when they are not valid JSON."""
+        try:
+            return json.loads(self.arguments or "{}")
+        except ValueError:
+            return None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """The result of one tool call, paired with it by ``call_id``."""
+
+    call_id: str
+    """The id of the tool call this answers."""
+    name: str
+    """The tool's name."""
+    content: str
+    """What the tool returned, as text for the model."""
+    is_error: bool = False
+    """Whether the call failed (unknown tool, invalid arguments, the tool raised)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class DataPart:
+    """Binary data, such as an image, with its media type."""
+
+    data: bytes = field(repr=False)
+    """The raw bytes."""
+    media_type: str
+    """The IANA media type, e.g. ``image/png``."""
+
+
+Part: TypeAlias = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | DataPart
+"""Any content part of a message."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a conversation: a role and a tuple of content parts.
+
+    Example:
+        >>> Message.user("What is 2 + 3?").text
+        'What is 2 + 3?'
+    """
+
+    role: Role
+    """Who the message is from."""
+    parts: tuple[Part, ...]
+    """The content, in order."""
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """Build a system message holding ``text``."""
+        return cls("system", (TextPart(text),))
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """Build a user message holding ``text``."""
+        return cls("user", (TextPart(text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        """Build an assistant message holding ``text``."""
+        return cls("assistant", (TextPart(text),))
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts."""
+        return "".join(p.text for p in self.parts if type(p) is TextPart)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool-call parts, in order."""
+        return tuple(p for p in self.parts if type(p) is ToolCallPart)
+
+    @property
+    def tool_results(self) -> tuple[ToolResultPart, ...]:
+        """The tool-result parts, in order."""
+        return tuple(p for p in self.parts if type(p) is ToolResultPart)
+
+
+def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolCallPart, ...]:
+    """Return the tool calls in ``messages`` that have no result, in order.
+
+    Providers reject a conversation holding a tool call without its result; the agent loop
+    keeps this empty at every point where it hands the transcript to anyone.
+
+    Example:
+        >>> call = ToolCallPart(id="c1", name="add")
+        >>> unanswered_calls([Message("assistant", (call,))]) == (call,)
+        True
+    """
+    answered = {r.call_id for m in messages for r in m.parts if type(r) is ToolResultPart}
+    return tuple(
+        c for m in messages for c in m.parts if type(c) is ToolCallPart and c.id not in answered
+    )

@@ -1,0 +1,253 @@
+"""The model interface: requests, responses, stream deltas and the `Model` protocol."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, Protocol, TypeAlias, final, runtime_checkable
+
+from returns.result import Result
+
+from fncore.core._errors import ModelError
+from fncore.core._messages import Message, Part, ReasoningPart, TextPart, ToolCallPart
+from fncore.core._usage import Usage
+
+_EMPTY: Mapping[str, object] = MappingProxyType({})
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RequireTool:
+    """Tool choice that forces a call to one named tool.
+
+    Example:
+        >>> RequireTool("get_weather").name
+        'get_weather'
+    """
+
+    name: str
+    """The tool the model must call."""
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | RequireTool
+"""``auto``: loop until a text answer. ``none``: no tools. ``required`` (or a named tool): run
+the calls, then return the calls and their results with no further model call."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Sampling and limit settings passed to the provider. ``None`` means provider default."""
+
+    temperature: float | None = None
+    """Sampling temperature."""
+    max_tokens: int | None = None
+    """Cap on generated tokens."""
+    top_p: float | None = None
+    """Nucleus sampling mass."""
+    stop: tuple[str, ...] = ()
+    """Stop sequences."""
+    seed: int | None = None
+    """Sampling seed, where the provider supports one."""
+    parallel_tool_calls: bool | None = None
+    """Whether the model may ask for several tool calls at once."""
+    extra: Mapping[str, object] = field(default_factory=lambda: _EMPTY)
+    """Provider-specific options, passed through unchanged."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model sees of a tool: name, description and JSON schema of its arguments."""
+
+    name: str
+    """The tool's name."""
+    description: str
+    """What the tool does, for the model."""
+    parameters: Mapping[str, object]
+    """JSON schema of the arguments object."""
+    strict: bool = False
+    """Whether the schema is valid for providers' strict mode."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request to a model."""
+
+    messages: tuple[Message, ...]
+    """The conversation to send (without the system prompt)."""
+    instructions: str = ""
+    """The assembled system prompt; empty for none."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tools offered."""
+    tool_choice: ToolChoice = "auto"
+    """How the model may use the tools."""
+    settings: ModelSettings = ModelSettings()
+    """Sampling settings."""
+
+
+FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "error"]
+"""Why the model stopped generating."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """What a model answered.
+
+    Example:
+        >>> ModelResponse(Message.assistant("5")).text
+        '5'
+    """
+
+    message: Message
+    """The assistant message: text, reasoning and tool-call parts."""
+    usage: Usage = Usage()
+    """Tokens this response cost."""
+    finish_reason: FinishReason = "stop"
+    """Why generation stopped."""
+    model_name: str = ""
+    """The model that answered, as the provider reports it."""
+
+    @property
+    def text(self) -> str:
+        """The text of the answer."""
+        return self.message.text
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls asked for, in order."""
+        return self.message.tool_calls
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of answer text, streamed."""
+
+    text: str
+    """The new text."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of reasoning text, streamed."""
+
+    text: str
+    """The new reasoning text."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """The model began a tool call."""
+
+    call_id: str
+    """The call's id."""
+    name: str
+    """The tool's name."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolCallArgsDelta:
+    """A fragment of a tool call's JSON arguments, streamed."""
+
+    call_id: str
+    """The call's id."""
+    delta: str
+    """The new fragment."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class UsageReported:
+    """Token usage, usually at the end of a stream."""
+
+    usage: Usage
+    """The usage reported."""
+
+
+StreamDelta: TypeAlias = (
+    TextDelta | ReasoningDelta | ToolCallStarted | ToolCallArgsDelta | UsageReported
+)
+"""What a model stream yields before its final response."""
+
+ModelStreamItem: TypeAlias = StreamDelta | ModelResponse | ModelError
+"""A model stream yields deltas, then the final `ModelResponse` (or a `ModelError`)."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A chat model. Adapters and the offline models in `fncore.testing` implement it.
+
+    ``request`` returns the whole response; ``stream`` yields deltas and then the same
+    response ``request`` would have returned. Failures are values (`ModelError`), never
+    exceptions.
+    """
+
+    @property
+    def name(self) -> str:
+        """The model's name, for traces and logs."""
+        ...
+
+    async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
+        """Send ``request`` and return the complete response."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        """Send ``request`` and yield deltas, then the final response or error."""
+        ...
+
+
+class ResponseAssembler:
+    """Builds a `ModelResponse` from stream deltas, for models and adapters that stream.
+
+    Example:
+        >>> a = ResponseAssembler()
+        >>> for d in (TextDelta("4"), TextDelta("2")):
+        ...     a.add(d)
+        >>> a.finish().text
+        '42'
+    """
+
+    __slots__ = ("_calls", "_order", "_reasoning", "_text", "_usage")
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[str, tuple[str, list[str]]] = {}
+        self._order: list[str] = []
+        self._usage = Usage()
+
+    def add(self, delta: StreamDelta) -> None:
+        """Fold one delta into the response being built."""
+        if type(delta) is TextDelta:
+            self._text.append(delta.text)
+        elif type(delta) is ReasoningDelta:
+            self._reasoning.append(delta.text)
+        elif type(delta) is ToolCallStarted:
+            self._calls[delta.call_id] = (delta.name, [])
+            self._order.append(delta.call_id)
+        elif type(delta) is ToolCallArgsDelta:
+            self._calls[delta.call_id][1].append(delta.delta)
+        elif type(delta) is UsageReported:
+            self._usage = self._usage + delta.usage
+
+    def finish(
+        self, finish_reason: FinishReason | None = None, model_name: str = ""
+    ) -> ModelResponse:
+        """Return the response built so far."""
+        parts: list[Part] = []
+        if self._reasoning:
+            parts.append(ReasoningPart("".join(self._reasoning)))
+        if self._text:
+            parts.append(TextPart("".join(self._text)))
+        for call_id in self._order:
+            name, args = self._calls[call_id]
+            parts.append(ToolCallPart(call_id, name, "".join(args) or "{}"))
+        reason: FinishReason = finish_reason or ("tool_calls" if self._order else "stop")
+        return ModelResponse(Message("assistant", tuple(parts)), self._usage, reason, model_name)

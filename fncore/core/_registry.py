@@ -1,0 +1,456 @@
+"""Registration: decorators that record middleware, hooks and tools in a `Registry`.
+
+Decorators return the function unchanged, so a middleware stays a plain async function a
+unit test can call directly. Nothing runs at registration; the stack is built later.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypeVar, final, get_args, overload
+
+from fncore.core._errors import Position, RegistrationError
+from fncore.core._events import HookEventName
+from fncore.core._positions import (
+    CompactionHook,
+    CompressMiddleware,
+    ErrorHook,
+    ModelCallMiddleware,
+    ReasoningMiddleware,
+    RoundStartHook,
+    RunEndHook,
+    RunMiddleware,
+    RunStartHook,
+    SystemPromptTransformer,
+    ToolCallMiddleware,
+    ToolEndHook,
+    ToolStartHook,
+)
+from fncore.core._tools import Tool, ToolFunction
+
+Order: TypeAlias = Literal["outermost", "innermost"]
+"""Pin a middleware to the outside or the inside of its position's onion."""
+
+POSITIONS: tuple[Position, ...] = get_args(Position)
+HOOK_EVENTS: tuple[HookEventName, ...] = get_args(HookEventName)
+
+_Run = TypeVar("_Run", bound=RunMiddleware)
+_Reasoning = TypeVar("_Reasoning", bound=ReasoningMiddleware)
+_ModelCall = TypeVar("_ModelCall", bound=ModelCallMiddleware)
+_ToolCall = TypeVar("_ToolCall", bound=ToolCallMiddleware)
+_Compress = TypeVar("_Compress", bound=CompressMiddleware)
+_SystemPrompt = TypeVar("_SystemPrompt", bound=SystemPromptTransformer)
+_RunStartH = TypeVar("_RunStartH", bound=RunStartHook)
+_RunEndH = TypeVar("_RunEndH", bound=RunEndHook)
+_RoundStartH = TypeVar("_RoundStartH", bound=RoundStartHook)
+_ToolStartH = TypeVar("_ToolStartH", bound=ToolStartHook)
+_ToolEndH = TypeVar("_ToolEndH", bound=ToolEndHook)
+_CompactionH = TypeVar("_CompactionH", bound=CompactionHook)
+_ErrorH = TypeVar("_ErrorH", bound=ErrorHook)
+_Fn = TypeVar("_Fn", bound=Callable[..., object])
+_Source = TypeVar("_Source", bound=Callable[..., Iterable[Tool | ToolFunction]])
+
+AnyFunction: TypeAlias = Callable[..., Any]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A middleware as registered: the function and its options."""
+
+    position: Position
+    """Where it stands."""
+    function: AnyFunction
+    """The async function."""
+    name: str
+    """Its unique name within the position (defaults to the function's name)."""
+    order: Order | None = None
+    """Pinned outermost or innermost, if asked."""
+    before: tuple[str, ...] = ()
+    """Names of middleware it must be outside of (run before)."""
+    after: tuple[str, ...] = ()
+    """Names of middleware it must be inside of (run after)."""
+    tools: tuple[str, ...] | None = None
+    """For ``tool_call``: only these tools pass through it (``None``: all)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class HookRegistration:
+    """A hook as registered."""
+
+    event: HookEventName
+    """The event it observes."""
+    function: AnyFunction
+    """The async function."""
+    name: str
+    """Its name, for warnings."""
+    timeout: float | None
+    """Seconds before it is skipped (``None``: the agent's ``hook_timeout``)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolSourceRegistration:
+    """A tool source: a function returning tools, called once at build time."""
+
+    function: AnyFunction
+    """The function."""
+    name: str
+    """Its name, for errors."""
+
+
+def _name_of(fn: Callable[..., object]) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def check_signature(
+    fn: Callable[..., object], required: int, what: str, shape: str, *, is_async: bool = True
+) -> None:
+    """Raise `RegistrationError` unless ``fn`` is async and takes ``required`` arguments.
+
+    Any further parameter must have a default: it is resolved from the container at build
+    time (``Provide["name"]``) or left at its default.
+    """
+    name = _name_of(fn)
+    if is_async and not inspect.iscoroutinefunction(fn):
+        msg = f"{what} {name!r} must be an async function: write `async def {name}{shape}`"
+        raise RegistrationError(msg)
+    if not is_async and inspect.iscoroutinefunction(fn):
+        msg = f"{what} {name!r} must be a plain function, not async: write `def {name}{shape}`"
+        raise RegistrationError(msg)
+    params = list(inspect.signature(fn).parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    no_default = [
+        p
+        for p in params
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if len(positional) < required or len(no_default) != required:
+        got = ", ".join(p.name for p in params) or "nothing"
+        msg = (
+            f"{what} {name!r} takes ({got}) but must take exactly {required} argument(s): "
+            f"`async def {name}{shape}`; give any extra parameter a default such as "
+            '`Provide["name"]` to have it injected from the container'
+        )
+        raise RegistrationError(msg)
+
+
+_SHAPES: dict[Position, tuple[int, str]] = {
+    "run": (2, "(ctx: RunContext, call_next: RunNext)"),
+    "reasoning": (2, "(ctx: ReasoningContext, call_next: ReasoningNext)"),
+    "model_call": (2, "(ctx: ModelCallContext, call_next: ModelCallNext)"),
+    "tool_call": (2, "(ctx: ToolCallContext, call_next: ToolCallNext)"),
+    "compress_context": (2, "(ctx: CompressContext, call_next: CompressNext)"),
+    "system_prompt": (2, "(ctx: SystemPromptContext, prompt: str)"),
+}
+
+
+@final
+class Registry:
+    """Where middleware, hooks and tools are recorded before a stack is built.
+
+    Application code uses the default registry through the module-level `on`, `hook`, `tool`
+    and `tool_source`; libraries and plugins make their own and ``include`` it.
+
+    Example:
+        >>> registry = Registry()
+        >>> @registry.on("model_call", name="log")
+        ... async def log(ctx, call_next):
+        ...     return await call_next(ctx)
+        >>> [r.name for r in registry.middleware]
+        ['log']
+    """
+
+    __slots__ = ("_hooks", "_middleware", "_sources", "_tools")
+
+    def __init__(self) -> None:
+        self._middleware: list[Registration] = []
+        self._hooks: list[HookRegistration] = []
+        self._tools: list[Tool] = []
+        self._sources: list[ToolSourceRegistration] = []
+
+    @property
+    def middleware(self) -> tuple[Registration, ...]:
+        """Every middleware, in registration order."""
+        return tuple(self._middleware)
+
+    @property
+    def hooks(self) -> tuple[HookRegistration, ...]:
+        """Every hook, in registration order."""
+        return tuple(self._hooks)
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """Every tool registered directly."""
+        return tuple(self._tools)
+
+    @property
+    def tool_sources(self) -> tuple[ToolSourceRegistration, ...]:
+        """Every tool source."""
+        return tuple(self._sources)
+
+    @overload
+    def on(
+        self,
+        position: Literal["run"],
+        *,
+        name: str | None = None,
+        order: Order | None = None,
+        before: Sequence[str] = (),
+        after: Sequence[str] = (),
+    ) -> Callable[[_Run], _Run]: ...
+    @overload
+    def on(
+        self,
+        position: Literal["reasoning"],
+        *,
+        name: str | None = None,
+        order: Order | None = None,
+        before: Sequence[str] = (),
+        after: Sequence[str] = (),
+    ) -> Callable[[_Reasoning], _Reasoning]: ...
+    @overload
+    def on(
+        self,
+        position: Literal["model_call"],
+        *,
+        name: str | None = None,
+        order: Order | None = None,
+        before: Sequence[str] = (),
+        after: Sequence[str] = (),
+    ) -> Callable[[_ModelCall], _ModelCall]: ...
+    @overload
+    def on(
+        self,
+        position: Literal["tool_call"],
+        *,
+        name: str | None = None,
+        order: Order | None = None,
+        before: Sequence[str] = (),
+        after: Sequence[str] = (),
+        tools: Sequence[str] | None = None,
+    ) -> Callable[[_ToolCall], _ToolCall]: ...
+    @overload
+    def on(
+        self,
+        position: Literal["compress_context"],
+        *,
+        name: str | None = None,
+        order: Order | None = None,
+        before: Sequence[str] = (),
+        after: Sequence[str] = (),
+    ) -> Callable[[_Compress], _Compress]: ...
+    @overload
+    def on(
+        self,
+        position: Literal["system_prompt"],
+        *,
+        name: str | None = None,
+        order: Order | None = None,
+        before: Sequence[str] = (),
+        after: Sequence[str] = (),
+    ) -> Callable[[_SystemPrompt], _SystemPrompt]: ...
+    def on(
+        self,
+        position: Position,
+        *,
+        name: str | None = None,
+        order: Order | None = None,
+        before: Sequence[str] = (),
+        after: Sequence[str] = (),
+        tools: Sequence[str] | None = None,
+    ) -> Callable[[_Fn], _Fn]:
+        """Register the decorated async function as middleware at ``position``.
+
+        Args:
+            position: ``run``, ``reasoning``, ``model_call``, ``tool_call``,
+                ``compress_context`` or ``system_prompt``.
+            name: Unique name within the position; defaults to the function's name.
+            order: ``"outermost"`` or ``"innermost"`` to pin it to an end of the onion.
+            before: Names it must run before (sit outside of).
+            after: Names it must run after (sit inside of).
+            tools: For ``tool_call`` only: the tool names it applies to.
+
+        Raises:
+            RegistrationError: for an unknown position, a wrong signature, a duplicate name,
+                or a tool filter outside ``tool_call``.
+        """
+        if position not in _SHAPES:
+            msg = f"unknown position {position!r}; use one of: {', '.join(_SHAPES)}"
+            raise RegistrationError(msg)
+        if order is not None and order not in ("outermost", "innermost"):
+            msg = f"order must be 'outermost' or 'innermost', not {order!r}"
+            raise RegistrationError(msg)
+        if tools is not None and position != "tool_call":
+            msg = f"tools=... filters tool calls; it only applies at 'tool_call', not {position!r}"
+            raise RegistrationError(msg)
+        if isinstance(before, str) or isinstance(after, str):
+            msg = "before=/after= take a list of names, e.g. before=['retry']"
+            raise RegistrationError(msg)
+
+        def decorate(fn: _Fn) -> _Fn:
+            required, shape = _SHAPES[position]
+            check_signature(fn, required, f"{position} middleware", shape)
+            reg = Registration(
+                position,
+                fn,
+                name or _name_of(fn),
+                order,
+                tuple(before),
+                tuple(after),
+                None if tools is None else tuple(tools),
+            )
+            self.add(reg)
+            return fn
+
+        return decorate
+
+    def add(self, registration: Registration) -> None:
+        """Record a middleware registration (what ``on`` does after its checks).
+
+        Raises:
+            RegistrationError: if the name is already taken at that position.
+        """
+        for other in self._middleware:
+            if other.position == registration.position and other.name == registration.name:
+                msg = (
+                    f"{registration.position} middleware name {registration.name!r} is "
+                    f"registered twice ({_name_of(other.function)} and "
+                    f"{_name_of(registration.function)}); pass name='...' to tell them apart"
+                )
+                raise RegistrationError(msg)
+        self._middleware.append(registration)
+
+    @overload
+    def hook(
+        self, event: Literal["run_start"], *, timeout: float | None = None, name: str | None = None
+    ) -> Callable[[_RunStartH], _RunStartH]: ...
+    @overload
+    def hook(
+        self, event: Literal["run_end"], *, timeout: float | None = None, name: str | None = None
+    ) -> Callable[[_RunEndH], _RunEndH]: ...
+    @overload
+    def hook(
+        self,
+        event: Literal["round_start"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+    ) -> Callable[[_RoundStartH], _RoundStartH]: ...
+    @overload
+    def hook(
+        self, event: Literal["tool_start"], *, timeout: float | None = None, name: str | None = None
+    ) -> Callable[[_ToolStartH], _ToolStartH]: ...
+    @overload
+    def hook(
+        self, event: Literal["tool_end"], *, timeout: float | None = None, name: str | None = None
+    ) -> Callable[[_ToolEndH], _ToolEndH]: ...
+    @overload
+    def hook(
+        self, event: Literal["compaction"], *, timeout: float | None = None, name: str | None = None
+    ) -> Callable[[_CompactionH], _CompactionH]: ...
+    @overload
+    def hook(
+        self, event: Literal["error"], *, timeout: float | None = None, name: str | None = None
+    ) -> Callable[[_ErrorH], _ErrorH]: ...
+    def hook(
+        self, event: HookEventName, *, timeout: float | None = None, name: str | None = None
+    ) -> Callable[[_Fn], _Fn]:
+        """Register the decorated async function as an observer of ``event``.
+
+        Hooks see events but change nothing. One that takes longer than ``timeout`` seconds
+        (default: the agent's ``hook_timeout``) or raises is skipped with a warning.
+
+        Raises:
+            RegistrationError: for an unknown event or a wrong signature.
+        """
+        if event not in HOOK_EVENTS:
+            msg = f"unknown hook event {event!r}; use one of: {', '.join(HOOK_EVENTS)}"
+            raise RegistrationError(msg)
+        if timeout is not None and timeout <= 0:
+            msg = f"hook timeout must be positive seconds, not {timeout!r}"
+            raise RegistrationError(msg)
+
+        def decorate(fn: _Fn) -> _Fn:
+            check_signature(fn, 1, f"{event} hook", "(event)")
+            self._hooks.append(HookRegistration(event, fn, name or _name_of(fn), timeout))
+            return fn
+
+        return decorate
+
+    @overload
+    def tool(self, function: _Fn, /) -> _Fn: ...
+    @overload
+    def tool(
+        self,
+        function: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[_Fn], _Fn]: ...
+    def tool(
+        self,
+        function: Callable[..., object] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Register a typed function as a tool offered to the model (bare or with options).
+
+        Raises:
+            RegistrationError: if a parameter is not annotated.
+        """
+
+        def decorate(fn: _Fn) -> _Fn:
+            self._tools.append(
+                Tool.from_function(fn, name=name, description=description, timeout=timeout)
+            )
+            return fn
+
+        return decorate(function) if function is not None else decorate
+
+    def tool_source(self, function: _Source, /) -> _Source:
+        """Register a function that returns tools (or typed functions); it runs once, at build.
+
+        Like middleware, its parameters are resolved from the container, so a source can
+        build tools from configuration (a directory, an API client).
+
+        Raises:
+            RegistrationError: if it is async or has parameters without defaults.
+        """
+        check_signature(function, 0, "tool source", "()", is_async=False)
+        self._sources.append(ToolSourceRegistration(function, _name_of(function)))
+        return function
+
+    def include(self, other: Registry) -> None:
+        """Add everything ``other`` registered (a library's or plugin's registry).
+
+        Raises:
+            RegistrationError: if a middleware name clashes at the same position.
+        """
+        for reg in other._middleware:
+            self.add(reg)
+        self._hooks.extend(other._hooks)
+        self._tools.extend(other._tools)
+        self._sources.extend(other._sources)
+
+
+def tool_functions(tools: Iterable[Tool | ToolFunction]) -> tuple[Tool, ...]:
+    """Turn a mix of `Tool` objects and plain typed functions into tools."""
+    return tuple(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
+
+
+default_registry = Registry()
+"""The registry that the module-level decorators write to."""
+
+on = default_registry.on
+hook = default_registry.hook
+tool = default_registry.tool
+tool_source = default_registry.tool_source

@@ -1,0 +1,189 @@
+"""Tools built from typed Python functions, with pydantic-validated arguments."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, final, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from returns.result import Failure, Result, Success
+
+from fncore.core._errors import RegistrationError
+from fncore.core._model import ToolSpec
+
+ToolFunction = Callable[..., Awaitable[object]] | Callable[..., object]
+"""A tool's implementation: a sync or async function with annotated parameters."""
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)$")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call produced, as the ``tool_call`` position passes it around.
+
+    Example:
+        >>> ToolResult("5").content
+        '5'
+    """
+
+    content: str
+    """The result as text for the model."""
+    is_error: bool = False
+    """Whether the call failed; error results count toward the consecutive-error limit."""
+
+
+def _docstring_parts(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
+    doc = inspect.getdoc(fn) or ""
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    in_args = False
+    for line in doc.splitlines():
+        if _ARGS_HEADER.match(line):
+            in_args = True
+            continue
+        if in_args:
+            m = _ARG_LINE.match(line)
+            if m:
+                params[m.group(1)] = m.group(2).strip()
+            elif line and not line.startswith(" "):
+                in_args = False
+            continue
+        if re.match(r"^\s*(Returns|Raises|Example|Examples):\s*$", line):
+            break
+        summary.append(line)
+    return "\n".join(summary).strip(), params
+
+
+def to_content(value: object) -> str:
+    """Turn a tool's return value into text for the model.
+
+    Strings pass through, pydantic models become JSON, anything else goes through
+    ``json.dumps`` (falling back to ``str``).
+
+    Example:
+        >>> to_content({"sum": 5})
+        '{"sum": 5}'
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@final
+class Tool:
+    """A tool the model can call, built from a typed function.
+
+    The function's annotated parameters become a pydantic model that validates the model's
+    JSON arguments and yields the JSON schema shown to the model. The docstring's summary
+    becomes the description; a Google-style ``Args:`` section describes the parameters.
+
+    Example:
+        >>> def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> t = Tool.from_function(add)
+        >>> t.name, t.spec.parameters["required"]
+        ('add', ['a', 'b'])
+    """
+
+    __slots__ = ("_fields", "args_model", "function", "is_async", "name", "spec", "timeout")
+
+    def __init__(
+        self,
+        function: ToolFunction,
+        *,
+        name: str,
+        args_model: type[BaseModel],
+        description: str,
+        timeout: float | None = None,
+    ) -> None:
+        self.function = function
+        self.name = name
+        self.args_model = args_model
+        self.timeout = timeout
+        self.is_async = inspect.iscoroutinefunction(function)
+        self._fields = tuple(args_model.model_fields)
+        schema = args_model.model_json_schema()
+        schema.pop("title", None)
+        strict = all(f.is_required() for f in args_model.model_fields.values())
+        self.spec = ToolSpec(name, description, schema, strict)
+
+    @classmethod
+    def from_function(
+        cls,
+        function: ToolFunction,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
+        """Build a tool from ``function``; its parameters must all be annotated.
+
+        Raises:
+            RegistrationError: if a parameter has no annotation or is ``*args``/``**kwargs``.
+        """
+        tool_name: str = name or str(getattr(function, "__name__", ""))
+        if not tool_name.isidentifier() and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
+            msg = f"tool name {tool_name!r} is not valid; use letters, digits, '_' or '-'"
+            raise RegistrationError(msg)
+        summary, param_docs = _docstring_parts(function)
+        hints = get_type_hints(function)
+        fields: dict[str, Any] = {}
+        for param in inspect.signature(function).parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                msg = (
+                    f"tool {tool_name!r}: parameter {param.name!r} is *args/**kwargs; "
+                    "tools need named, annotated parameters"
+                )
+                raise RegistrationError(msg)
+            if param.name not in hints:
+                msg = (
+                    f"tool {tool_name!r}: parameter {param.name!r} has no type annotation; "
+                    "annotate it so its schema can be built"
+                )
+                raise RegistrationError(msg)
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (
+                hints[param.name],
+                Field(default, description=param_docs.get(param.name)),
+            )
+        model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+        return cls(
+            function,
+            name=tool_name,
+            args_model=model,
+            description=description if description is not None else summary,
+            timeout=timeout,
+        )
+
+    def validate(self, arguments: str) -> Result[BaseModel, str]:
+        """Validate raw JSON ``arguments``; a failure carries a message for the model."""
+        try:
+            return Success(self.args_model.model_validate_json(arguments or "{}"))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            return Failure(
+                f"Invalid arguments for tool {self.name!r}: {problems}. "
+                f"Call it again with arguments matching its schema."
+            )
+
+    def keywords(self, args: BaseModel) -> Mapping[str, object]:
+        """The validated arguments as keyword arguments for the function."""
+        return {f: getattr(args, f) for f in self._fields}
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"

@@ -1,0 +1,19 @@
+"""The imperative shell: builds stacks, drives the loop, runs tools and hooks."""
+
+from fncore.runtime._agent import Agent, Prompt
+from fncore.runtime._scope import current_metadata, current_run
+from fncore.runtime._sessions import InMemorySessionStore, Session, SessionStore
+from fncore.runtime._stack import StackDescription
+from fncore.runtime._stream import RunStream
+
+__all__ = [
+    "Agent",
+    "InMemorySessionStore",
+    "Prompt",
+    "RunStream",
+    "Session",
+    "SessionStore",
+    "StackDescription",
+    "current_metadata",
+    "current_run",
+]

@@ -1,0 +1,162 @@
+"""Build a stack: order, validate, inject, fold, freeze. Done once per agent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from dependency_injector import containers
+
+from fncore.core import Model, Position, Registration, RegistrationError, Registry, Tool
+from fncore.core._loop import LoopSettings
+from fncore.core._ordering import order_layers
+from fncore.core._registry import POSITIONS, tool_functions
+from fncore.core._tools import ToolFunction
+from fncore.runtime._engine import Engine, Hooks, Layers, NamedLayer
+from fncore.runtime._hooks import HookEntry
+from fncore.runtime._inject import bind
+
+_ONION_END = {
+    "run": "agent loop",
+    "reasoning": "system prompt + model_call",
+    "model_call": "model",
+    "tool_call": "tool",
+    "compress_context": "history unchanged",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StackDescription:
+    """The built stack, for humans: each position's middleware, outermost first."""
+
+    positions: Mapping[Position, tuple[str, ...]]
+    """Middleware names per position, outermost (or first) first."""
+    tool_filters: Mapping[str, tuple[str, ...]]
+    """``tool_call`` middleware that apply to only some tools: name to tool names."""
+    hooks: Mapping[str, tuple[str, ...]]
+    """Hook names per event."""
+    tools: tuple[str, ...]
+    """The tools offered to the model."""
+
+    def __str__(self) -> str:
+        lines: list[str] = []
+        for position in POSITIONS:
+            names = [
+                f"{n}[{', '.join(self.tool_filters[n])}]" if n in self.tool_filters else n
+                for n in self.positions.get(position, ())
+            ]
+            if position == "system_prompt":
+                chain = " -> ".join(["instructions", *names])
+            else:
+                chain = " -> ".join([*names, f"({_ONION_END[position]})"])
+            lines.append(f"{position:<17}{chain}")
+        for event, hook_names in self.hooks.items():
+            lines.append(f"hook {event:<12}{', '.join(hook_names)}")
+        lines.append(f"{'tools':<17}{', '.join(self.tools) or '(none)'}")
+        return "\n".join(lines)
+
+
+def _what(reg: Registration) -> str:
+    return f"{reg.position} middleware {reg.name!r}"
+
+
+def build_engine(
+    registry: Registry,
+    *,
+    model: Model,
+    container: containers.Container | None,
+    tools: Iterable[Tool | ToolFunction],
+    additional_tools: Iterable[Tool | ToolFunction],
+    instructions: str,
+    settings: LoopSettings,
+) -> tuple[Engine, StackDescription]:
+    """Build the folded engine for ``registry`` and describe it.
+
+    Raises:
+        RegistrationError: for any mistake in registration (duplicate name or tool, a bad
+            ordering hint, a tool filter naming an unknown tool, a dependency the container
+            cannot provide).
+    """
+    offered = _collect_tools(registry, container, tools)
+    extra = tool_functions(additional_tools)
+    by_name: dict[str, Tool] = {}
+    for t in (*offered, *extra):
+        if t.name in by_name:
+            msg = f"two tools are named {t.name!r}; rename one (Tool.from_function(fn, name=...))"
+            raise RegistrationError(msg)
+        by_name[t.name] = t
+
+    ordered: dict[Position, tuple[Registration, ...]] = {}
+    for position in POSITIONS:
+        ordered[position] = order_layers([r for r in registry.middleware if r.position == position])
+
+    def bound(position: Position) -> list[NamedLayer]:
+        return [(r.name, bind(r.function, container, _what(r))) for r in ordered[position]]
+
+    filters: dict[str, tuple[str, ...]] = {}
+    tool_layers: dict[str, list[NamedLayer]] = {name: [] for name in by_name}
+    for reg in ordered["tool_call"]:
+        fn = bind(reg.function, container, _what(reg))
+        if reg.tools is not None:
+            unknown = [n for n in reg.tools if n not in by_name]
+            if unknown:
+                msg = (
+                    f"{_what(reg)} filters on unknown tool(s) {', '.join(map(repr, unknown))}; "
+                    f"known tools: {', '.join(sorted(by_name)) or 'none'}"
+                )
+                raise RegistrationError(msg)
+            filters[reg.name] = reg.tools
+        for name in by_name:
+            if reg.tools is None or name in reg.tools:
+                tool_layers[name].append((reg.name, fn))
+
+    hooks: dict[str, list[HookEntry]] = {}
+    for h in registry.hooks:
+        fn = bind(h.function, container, f"{h.event} hook {h.name!r}")
+        timeout = h.timeout if h.timeout is not None else settings.hook_timeout
+        hooks.setdefault(h.event, []).append((h.name, fn, timeout))
+
+    engine = Engine(
+        model=model,
+        tools=MappingProxyType(by_name),
+        offered=offered,
+        instructions=instructions,
+        settings=settings,
+        layers=Layers(
+            run=bound("run"),
+            reasoning=bound("reasoning"),
+            model_call=bound("model_call"),
+            compress_context=bound("compress_context"),
+            system_prompt=bound("system_prompt"),
+            tool_call=tool_layers,
+        ),
+        hooks=Hooks(**{event: tuple(entries) for event, entries in hooks.items()}),
+    )
+    description = StackDescription(
+        positions=MappingProxyType({p: tuple(r.name for r in ordered[p]) for p in POSITIONS}),
+        tool_filters=MappingProxyType(filters),
+        hooks=MappingProxyType({e: tuple(n for n, _, _ in v) for e, v in hooks.items()}),
+        tools=tuple(t.name for t in offered),
+    )
+    return engine, description
+
+
+def _collect_tools(
+    registry: Registry,
+    container: containers.Container | None,
+    tools: Iterable[Tool | ToolFunction],
+) -> tuple[Tool, ...]:
+    collected = [*tool_functions(tools), *registry.tools]
+    for source in registry.tool_sources:
+        fn: Any = bind(source.function, container, f"tool source {source.name!r}")
+        try:
+            provided = tool_functions(fn())
+        except RegistrationError:
+            raise
+        except Exception as exc:
+            msg = f"tool source {source.name!r} raised {type(exc).__name__}: {exc}"
+            raise RegistrationError(msg) from exc
+        collected.extend(provided)
+    return tuple(collected)

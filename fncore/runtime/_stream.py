@@ -1,0 +1,92 @@
+"""`RunStream`: the events of a streaming run, then its result."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import final
+
+from returns.result import Result
+
+from fncore.core import AgentError, Emit, RunCompleted, RunResult, StreamEvent
+
+Starter = Callable[[Emit], Awaitable[Result[RunResult, AgentError]]]
+
+
+class _Crashed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+@final
+class RunStream:
+    """An async iterator of `StreamEvent`; the last event is `RunCompleted`.
+
+    Nothing starts until iteration does. ``await stream.result()`` returns the run's
+    outcome, consuming any events not yet read. Leaving the iteration early (``break``,
+    ``aclose()``) cancels the run.
+
+    Example:
+        >>> async def show(agent):
+        ...     async for event in agent.stream("hi"):
+        ...         print(type(event).__name__)
+    """
+
+    __slots__ = ("_done", "_outcome", "_queue", "_start", "_task")
+
+    def __init__(self, start: Starter) -> None:
+        self._start = start
+        self._queue: asyncio.Queue[StreamEvent | _Crashed] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._done = False
+        self._outcome: Result[RunResult, AgentError] | None = None
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def _drive(self) -> None:
+        try:
+            outcome = await self._start(self._queue.put_nowait)
+        except BaseException as exc:
+            self._queue.put_nowait(_Crashed(exc))
+            raise
+        self._queue.put_nowait(RunCompleted(outcome))
+
+    async def __anext__(self) -> StreamEvent:
+        if self._done:
+            raise StopAsyncIteration
+        if self._task is None:
+            self._task = asyncio.create_task(self._drive())
+        try:
+            item = await self._queue.get()
+        except BaseException:
+            await self.aclose()
+            raise
+        if isinstance(item, _Crashed):
+            self._done = True
+            raise item.error
+        if type(item) is RunCompleted:
+            self._done = True
+            self._outcome = item.outcome
+        return item
+
+    async def result(self) -> Result[RunResult, AgentError]:
+        """Run to the end (if not already) and return the outcome."""
+        async for _ in self:
+            pass
+        if self._outcome is None:
+            msg = "the stream was closed before the run completed"
+            raise RuntimeError(msg)
+        return self._outcome
+
+    async def aclose(self) -> None:
+        """Stop reading; a run still going is cancelled."""
+        self._done = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
