@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fncore.core import Model, RegistrationError, Registry
 from fncore.core._loop import LoopSettings
 from fncore.core._registry import default_registry
-from fncore.runtime import InMemorySessionStore
+from fncore.runtime import Agent, InMemorySessionStore
 from fncore.testing import TestModel
 
 PLUGIN_GROUP = "fncore.plugins"
@@ -148,7 +148,11 @@ class Container(containers.DeclarativeContainer):
         >>> c.config.from_dict({"model": {"kind": "test", "name": "demo"}})
         >>> c.model().name
         'demo'
+        >>> c.agent().model.name
+        'demo'
     """
+
+    __self__ = providers.Self()
 
     config = providers.Configuration(default=DEFAULTS)
     """The configuration (see `load_container` for its sources)."""
@@ -179,6 +183,10 @@ class Container(containers.DeclarativeContainer):
 
     sessions: providers.Provider[InMemorySessionStore] = providers.Singleton(InMemorySessionStore)
     """The session store."""
+
+    agent: providers.Factory[Agent] = providers.Factory(Agent, container=__self__)
+    """An agent on this container's model, registry, settings and store; call
+    ``container.agent(tools=[...], instructions=...)`` with any `Agent` argument."""
 
 
 def _parse_env_value(text: str) -> Any:

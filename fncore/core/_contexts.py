@@ -17,6 +17,7 @@ from fncore.core._messages import Message, ToolCallPart
 from fncore.core._model import Model, ModelRequest, ModelSettings, ToolChoice
 from fncore.core._state import RunState
 from fncore.core._tools import Tool
+from fncore.core._value import value
 
 Emit = Callable[[StreamEvent], None]
 """Sends one event to the stream's consumer."""
@@ -26,6 +27,7 @@ EventMap = Callable[[StreamEvent], StreamEvent | None]
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class RunInfo:
     """What every context of one run shares: its id, metadata, state and event sink."""
@@ -64,6 +66,7 @@ class RunInfo:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """Context at ``run``: one whole reply, every round and tool call."""
@@ -83,6 +86,7 @@ class RunContext:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ReasoningContext:
     """Context at ``reasoning``: one round's prompt assembly, model call and decoding."""
@@ -102,6 +106,7 @@ class ReasoningContext:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ModelCallContext:
     """Context at ``model_call``: one request to the model, streaming or not."""
@@ -119,6 +124,7 @@ class ModelCallContext:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ToolCallContext:
     """Context at ``tool_call``: one tool invocation with validated arguments."""
@@ -134,6 +140,7 @@ class ToolCallContext:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class CompressContext:
     """Context at ``compress_context``: the compaction decision before each round."""
@@ -147,6 +154,7 @@ class CompressContext:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class SystemPromptContext:
     """Context at ``system_prompt``: assembling one round's system prompt."""

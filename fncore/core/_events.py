@@ -17,6 +17,7 @@ from fncore.core._model import (
     ToolCallStarted,
     UsageReported,
 )
+from fncore.core._value import value
 
 if TYPE_CHECKING:
     from fncore.core._contexts import RunInfo
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class RoundStarted:
     """A round began: the context is (maybe) compressed, then the model is called."""
@@ -33,6 +35,7 @@ class RoundStarted:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class RoundFinished:
     """A round's model response is in."""
@@ -44,6 +47,7 @@ class RoundFinished:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ToolResultReady:
     """A tool call has its result."""

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import TypeAlias, final
 
 from pydantic import BaseModel
-from returns.result import Failure
 
 from fncore.core._errors import (
     InvalidHistory,
@@ -31,7 +30,7 @@ from fncore.core._model import ModelResponse, ToolChoice
 from fncore.core._outcomes import Terminate
 from fncore.core._result import RunResult
 from fncore.core._tools import Tool
-from fncore.core._usage import Usage
+from fncore.core._usage import NO_USAGE, Usage
 
 
 @final
@@ -70,9 +69,9 @@ class LoopSettings:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LoopState:
-    """Where a run is."""
+    """Where a run is. Transitions return a new state; none mutates one."""
 
     history: tuple[Message, ...]
     """The whole conversation, as the next model call will see it."""
@@ -82,12 +81,12 @@ class LoopState:
     """The last round started (0 before the first)."""
     errors_in_a_row: int = 0
     """Consecutive rounds with a failing tool call."""
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     """Tokens spent so far."""
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ready:
     """A tool call that passed validation and will go through ``tool_call``."""
 
@@ -97,7 +96,7 @@ class Ready:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Rejected:
     """A tool call answered without running (unknown tool, invalid arguments, tools off)."""
 
@@ -105,7 +104,7 @@ class Rejected:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finish:
     """The run is over with this result."""
 
@@ -113,7 +112,7 @@ class Finish:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Fail:
     """The run is over with this error."""
 
@@ -121,7 +120,7 @@ class Fail:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunTools:
     """Run these calls (in order), then call `on_tool_results`."""
 
@@ -129,7 +128,7 @@ class RunTools:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NextRound:
     """Start the next round."""
 
@@ -174,7 +173,7 @@ def begin_round(state: LoopState, settings: LoopSettings) -> LoopState | Fail:
     return LoopState(state.history, state.new, state.round + 1, state.errors_in_a_row, state.usage)
 
 
-def _closing(calls: tuple[ToolCallPart, ...], content: str) -> Message:
+def _closing(calls: list[ToolCallPart], content: str) -> Message:
     return Message(
         "tool", tuple(ToolResultPart(c.id, c.name, content, is_error=True) for c in calls)
     )
@@ -189,13 +188,13 @@ def on_response(
 ) -> tuple[LoopState, Decision]:
     """Decide what follows a model response: finish with its text, or run its tool calls."""
     message = response.message
-    usage = state.usage + response.usage
-    calls = message.tool_calls
+    usage = state.usage if response.usage is NO_USAGE else state.usage + response.usage
+    calls = [p for p in message.parts if type(p) is ToolCallPart]
     history = (*state.history, message)
     new = (*state.new, message)
     if not calls:
         done = LoopState(history, new, state.round, state.errors_in_a_row, usage)
-        result = RunResult(response.text, new, usage, state.round, "completed")
+        result = RunResult(message.text, new, usage, state.round, "completed")
         return done, Finish(result)
     plan: list[Ready | Rejected] = []
     for call in calls:
@@ -223,12 +222,11 @@ def on_response(
             content = f"Unknown tool {call.name!r}. Available tools: {available}."
             plan.append(Rejected(ToolResultPart(call.id, call.name, content, is_error=True)))
         else:
-            checked = tool.validate(call.arguments)
-            if type(checked) is Failure:
-                content = checked.failure()
-                plan.append(Rejected(ToolResultPart(call.id, call.name, content, is_error=True)))
+            checked = tool.check(call.arguments)
+            if type(checked) is str:
+                plan.append(Rejected(ToolResultPart(call.id, call.name, checked, is_error=True)))
             else:
-                plan.append(Ready(call, tool, checked.unwrap()))
+                plan.append(Ready(call, tool, checked))  # type: ignore[arg-type]
     return LoopState(history, new, state.round, state.errors_in_a_row, usage), RunTools(tuple(plan))
 
 
@@ -242,7 +240,12 @@ def on_tool_results(
     message = Message("tool", results)
     history = (*state.history, message)
     new = (*state.new, message)
-    errors = state.errors_in_a_row + 1 if any(r.is_error for r in results) else 0
+    failed = False
+    for r in results:
+        if r.is_error:
+            failed = True
+            break
+    errors = state.errors_in_a_row + 1 if failed else 0
     after = LoopState(history, new, state.round, errors, state.usage)
     if tool_choice != "auto" and tool_choice != "none":
         output = "\n".join(r.content for r in results)

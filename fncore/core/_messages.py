@@ -6,11 +6,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, final
 
+from fncore.core._value import value
+
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 """Who a message is from. Tool results travel in ``tool`` messages."""
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class TextPart:
     """Plain text.
@@ -25,6 +28,7 @@ class TextPart:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ReasoningPart:
     """The model's visible reasoning (a thinking block or reasoning summary)."""
@@ -36,6 +40,7 @@ class ReasoningPart:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
     """A tool call the model asked for.
@@ -65,6 +70,7 @@ class ToolCallPart:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
     """The result of one tool call, paired with it by ``call_id``."""
@@ -95,6 +101,7 @@ Part: TypeAlias = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | Dat
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of a conversation: a role and a tuple of content parts.
@@ -127,17 +134,21 @@ class Message:
     @property
     def text(self) -> str:
         """The concatenated text parts."""
-        return "".join(p.text for p in self.parts if type(p) is TextPart)
+        parts = self.parts
+        if len(parts) == 1:
+            only = parts[0]
+            return only.text if type(only) is TextPart else ""
+        return "".join([p.text for p in parts if type(p) is TextPart])
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
         """The tool-call parts, in order."""
-        return tuple(p for p in self.parts if type(p) is ToolCallPart)
+        return tuple([p for p in self.parts if type(p) is ToolCallPart])
 
     @property
     def tool_results(self) -> tuple[ToolResultPart, ...]:
         """The tool-result parts, in order."""
-        return tuple(p for p in self.parts if type(p) is ToolResultPart)
+        return tuple([p for p in self.parts if type(p) is ToolResultPart])
 
 
 def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolCallPart, ...]:
@@ -151,7 +162,13 @@ def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[Too
         >>> unanswered_calls([Message("assistant", (call,))]) == (call,)
         True
     """
-    answered = {r.call_id for m in messages for r in m.parts if type(r) is ToolResultPart}
-    return tuple(
-        c for m in messages for c in m.parts if type(c) is ToolCallPart and c.id not in answered
-    )
+    calls: list[ToolCallPart] = []
+    answered: set[str] = set()
+    for m in messages:
+        if m.role == "assistant":
+            calls.extend([p for p in m.parts if type(p) is ToolCallPart])
+        else:
+            answered.update([p.call_id for p in m.parts if type(p) is ToolResultPart])
+    if not calls:
+        return ()
+    return tuple([c for c in calls if c.id not in answered])

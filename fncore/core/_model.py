@@ -11,7 +11,8 @@ from returns.result import Result
 
 from fncore.core._errors import ModelError
 from fncore.core._messages import Message, Part, ReasoningPart, TextPart, ToolCallPart
-from fncore.core._usage import Usage
+from fncore.core._usage import NO_USAGE, Usage
+from fncore.core._value import value
 
 _EMPTY: Mapping[str, object] = MappingProxyType({})
 
@@ -72,6 +73,7 @@ class ToolSpec:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One request to a model."""
@@ -93,6 +95,7 @@ FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filte
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """What a model answered.
@@ -104,7 +107,7 @@ class ModelResponse:
 
     message: Message
     """The assistant message: text, reasoning and tool-call parts."""
-    usage: Usage = Usage()
+    usage: Usage = NO_USAGE
     """Tokens this response cost."""
     finish_reason: FinishReason = "stop"
     """Why generation stopped."""
@@ -123,6 +126,7 @@ class ModelResponse:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     """A piece of answer text, streamed."""
@@ -132,6 +136,7 @@ class TextDelta:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     """A piece of reasoning text, streamed."""
@@ -141,6 +146,7 @@ class ReasoningDelta:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     """The model began a tool call."""
@@ -152,6 +158,7 @@ class ToolCallStarted:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ToolCallArgsDelta:
     """A fragment of a tool call's JSON arguments, streamed."""
@@ -163,6 +170,7 @@ class ToolCallArgsDelta:
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class UsageReported:
     """Token usage, usually at the end of a stream."""

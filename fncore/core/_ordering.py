@@ -16,8 +16,9 @@ def order_layers(layers: Sequence[Registration]) -> tuple[Registration, ...]:
 
     Registration order is kept (first registered is outermost), except that ``outermost``
     and ``innermost`` pins move a middleware to an end and ``before``/``after`` hints move
-    it around a named one. The sort is stable: among middleware free to go anywhere, the
-    earlier registered goes first.
+    it around a named one. Only the middleware carrying a hint moves, and only if it is not
+    already on the asked side: it goes just outside (``before``) or just inside (``after``)
+    the one it names, and every other middleware keeps its registration order.
 
     Raises:
         RegistrationError: for a hint naming a middleware that is not registered at this
@@ -57,32 +58,71 @@ def order_layers(layers: Sequence[Registration]) -> tuple[Registration, ...]:
     for targets in edges.values():
         for j in targets:
             indegree[j] += 1
-    ready = [(priority[i], i) for i, d in indegree.items() if d == 0]
+    place = _wanted_places(layers, index, priority)
+    ready = [(place[i], priority[i], i) for i, d in indegree.items() if d == 0]
     heapq.heapify(ready)
     out: list[int] = []
     while ready:
-        _, i = heapq.heappop(ready)
+        _, _, i = heapq.heappop(ready)
         out.append(i)
         for j in edges[i]:
             indegree[j] -= 1
             if indegree[j] == 0:
-                heapq.heappush(ready, (priority[j], j))
+                heapq.heappush(ready, (place[j], priority[j], j))
     if len(out) < len(layers):
         raise RegistrationError(_cycle_message(layers, edges, set(out)))
     return tuple(layers[i] for i in out)
 
 
+def _wanted_places(
+    layers: Sequence[Registration], index: dict[str, int], priority: dict[int, int]
+) -> dict[int, float]:
+    """Where each middleware would go: its own place, unless its own hints move it.
+
+    A hinted middleware goes just outside (``before``) or just inside (``after``) the one it
+    names when it is not already there; the named one does not move. The topological sort
+    then enforces every hint, so these places only break ties.
+    """
+    step = 1 / (len(layers) + 1)
+    place: dict[int, float] = {}
+
+    def wanted(i: int, visiting: frozenset[int]) -> float:
+        if i in place:
+            return place[i]
+        reg, inside = layers[i], visiting | {i}
+        spot = float(priority[i])
+        outer = [wanted(index[n], inside) for n in reg.before if index[n] not in inside]
+        inner = [wanted(index[n], inside) for n in reg.after if index[n] not in inside]
+        if outer:
+            spot = min(spot, min(outer) - step)
+        if inner:
+            spot = max(spot, max(inner) + step)
+        place[i] = spot
+        return spot
+
+    for i in range(len(layers)):
+        wanted(i, frozenset())
+    return place
+
+
 def _cycle_message(
     layers: Sequence[Registration], edges: dict[int, set[int]], placed: set[int]
 ) -> str:
-    start = min(i for i in edges if i not in placed)
+    # Walk predecessors: every unplaced node has an unplaced one (its indegree stayed above
+    # zero), whereas walking successors can dead-end at a node merely stuck behind a cycle.
+    preds: dict[int, list[int]] = {i: [] for i in edges if i not in placed}
+    for i in preds:
+        for j in edges[i]:
+            if j not in placed:
+                preds[j].append(i)
+    start = min(preds)
     path = [start]
     seen = {start: 0}
     node = start
     while True:
-        node = min(j for j in edges[node] if j not in placed)
+        node = min(preds[node])
         if node in seen:
-            cycle = [*path[seen[node] :], node]
+            cycle = [*path[seen[node] :], node][::-1]
             break
         seen[node] = len(path)
         path.append(node)

@@ -278,20 +278,25 @@ class Registry:
             RegistrationError: for an unknown position, a wrong signature, a duplicate name,
                 or a tool filter outside ``tool_call``.
         """
-        if position not in _SHAPES:
-            msg = f"unknown position {position!r}; use one of: {', '.join(_SHAPES)}"
-            raise RegistrationError(msg)
-        if order is not None and order not in ("outermost", "innermost"):
-            msg = f"order must be 'outermost' or 'innermost', not {order!r}"
-            raise RegistrationError(msg)
-        if tools is not None and position != "tool_call":
-            msg = f"tools=... filters tool calls; it only applies at 'tool_call', not {position!r}"
-            raise RegistrationError(msg)
-        if isinstance(before, str) or isinstance(after, str):
-            msg = "before=/after= take a list of names, e.g. before=['retry']"
-            raise RegistrationError(msg)
 
         def decorate(fn: _Fn) -> _Fn:
+            where = f"middleware {_name_of(fn)!r}"
+            if position not in _SHAPES:
+                msg = f"{where}: unknown position {position!r}; use one of: {', '.join(_SHAPES)}"
+                raise RegistrationError(msg)
+            if order is not None and order not in ("outermost", "innermost"):
+                msg = f"{where}: order must be 'outermost' or 'innermost', not {order!r}"
+                raise RegistrationError(msg)
+            if tools is not None and position != "tool_call":
+                msg = (
+                    f"{where}: tools=... filters tool calls; it only applies at 'tool_call', "
+                    f"not {position!r}: drop tools= or register it at 'tool_call'"
+                )
+                raise RegistrationError(msg)
+            for hint, value in (("before", before), ("after", after)):
+                if isinstance(value, str):
+                    msg = f"{where}: {hint}= takes a list of names: write {hint}=[{value!r}]"
+                    raise RegistrationError(msg)
             required, shape = _SHAPES[position]
             check_signature(fn, required, f"{position} middleware", shape)
             reg = Registration(
@@ -367,14 +372,15 @@ class Registry:
         Raises:
             RegistrationError: for an unknown event or a wrong signature.
         """
-        if event not in HOOK_EVENTS:
-            msg = f"unknown hook event {event!r}; use one of: {', '.join(HOOK_EVENTS)}"
-            raise RegistrationError(msg)
-        if timeout is not None and timeout <= 0:
-            msg = f"hook timeout must be positive seconds, not {timeout!r}"
-            raise RegistrationError(msg)
 
         def decorate(fn: _Fn) -> _Fn:
+            where = f"hook {_name_of(fn)!r}"
+            if event not in HOOK_EVENTS:
+                msg = f"{where}: unknown hook event {event!r}; use one of: {', '.join(HOOK_EVENTS)}"
+                raise RegistrationError(msg)
+            if timeout is not None and timeout <= 0:
+                msg = f"{where}: timeout must be positive seconds, not {timeout!r}"
+                raise RegistrationError(msg)
             check_signature(fn, 1, f"{event} hook", "(event)")
             self._hooks.append(HookRegistration(event, fn, name or _name_of(fn), timeout))
             return fn

@@ -7,6 +7,7 @@ from typing import Literal, TypeAlias, final
 
 from fncore.core._messages import Message
 from fncore.core._usage import Usage
+from fncore.core._value import value
 
 StopReason: TypeAlias = Literal["completed", "tool_required", "terminated"]
 """``completed``: the model answered with text. ``tool_required``: ``tool_choice`` was
@@ -14,6 +15,7 @@ StopReason: TypeAlias = Literal["completed", "tool_required", "terminated"]
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """The final result of a run.

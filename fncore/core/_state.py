@@ -41,7 +41,7 @@ class RunState:
     __slots__ = ("_values",)
 
     def __init__(self, values: Mapping[str, object] | None = None) -> None:
-        self._values: dict[str, object] = dict(values or {})
+        self._values: dict[str, object] = dict(values) if values else {}
 
     def get(self, key: StateKey[_T]) -> _T:
         """Return the value under ``key``, creating it from the key's default if absent."""

@@ -14,6 +14,7 @@ from returns.result import Failure, Result, Success
 
 from fncore.core._errors import RegistrationError
 from fncore.core._model import ToolSpec
+from fncore.core._value import value
 
 ToolFunction = Callable[..., Awaitable[object]] | Callable[..., object]
 """A tool's implementation: a sync or async function with annotated parameters."""
@@ -23,6 +24,7 @@ _ARG_LINE = re.compile(r"^\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)$")
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool call produced, as the ``tool_call`` position passes it around.
@@ -43,17 +45,25 @@ def _docstring_parts(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
     summary: list[str] = []
     params: dict[str, str] = {}
     in_args = False
+    arg_indent = 0
+    last: str | None = None
     for line in doc.splitlines():
         if _ARGS_HEADER.match(line):
-            in_args = True
+            in_args, last = True, None
             continue
         if in_args:
-            m = _ARG_LINE.match(line)
-            if m:
-                params[m.group(1)] = m.group(2).strip()
-            elif line and not line.startswith(" "):
-                in_args = False
-            continue
+            indent = len(line) - len(line.lstrip())
+            if not line.strip():
+                continue
+            if indent > 0:
+                m = _ARG_LINE.match(line)
+                if m and (last is None or indent <= arg_indent):
+                    arg_indent, last = indent, m.group(1)
+                    params[last] = m.group(2).strip()
+                elif last is not None:
+                    params[last] = f"{params[last]} {line.strip()}"
+                continue
+            in_args = False  # a new section starts: fall through so it is handled below
         if re.match(r"^\s*(Returns|Raises|Example|Examples):\s*$", line):
             break
         summary.append(line)
@@ -70,6 +80,11 @@ def to_content(value: object) -> str:
         >>> to_content({"sum": 5})
         '{"sum": 5}'
     """
+    cls = type(value)
+    if cls is str:
+        return value  # type: ignore[return-value]
+    if cls is int or cls is float:
+        return repr(value)
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
@@ -169,16 +184,23 @@ class Tool:
 
     def validate(self, arguments: str) -> Result[BaseModel, str]:
         """Validate raw JSON ``arguments``; a failure carries a message for the model."""
+        checked = self.check(arguments)
+        if isinstance(checked, str):
+            return Failure(checked)
+        return Success(checked)
+
+    def check(self, arguments: str) -> BaseModel | str:
+        """`validate` without the ``Result`` wrapper: the arguments, or the message."""
         try:
-            return Success(self.args_model.model_validate_json(arguments or "{}"))
+            return self.args_model.model_validate_json(arguments or "{}")
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
                 for e in exc.errors(include_url=False)
             )
-            return Failure(
+            return (
                 f"Invalid arguments for tool {self.name!r}: {problems}. "
-                f"Call it again with arguments matching its schema."
+                "Call it again with arguments matching its schema."
             )
 
     def keywords(self, args: BaseModel) -> Mapping[str, object]:

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import final
 
+from fncore.core._value import value
+
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens spent by one or more model calls. Usages add up with ``+``.
@@ -43,3 +46,7 @@ class Usage:
             self.reasoning_tokens + other.reasoning_tokens,
             self.requests + other.requests,
         )
+
+
+NO_USAGE = Usage()
+"""The empty usage, shared: the default wherever usage is unknown."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, final
 
@@ -18,7 +18,6 @@ from fncore.core import (
     Model,
     ModelSettings,
     Registry,
-    RunContext,
     RunEnd,
     RunInfo,
     RunResult,
@@ -68,8 +67,9 @@ class Agent:
         model: The model to call; by default the container's (configuration ``model.kind``).
         registry: Where the middleware, hooks and tools come from; by default the
             container's registry, which is the module-level default registry.
-        container: The dependency-injection container; by default `fncore.Container()`
-            on its embedded offline configuration.
+        container: The dependency-injection container that middleware parameters are
+            injected from, and the source of every default above. ``container.agent()``
+            builds an agent from it.
         tools: Tools offered to the model, besides the registry's.
         additional_tools: Tools the agent can run but does not offer to the model.
         instructions: The base system prompt, before ``system_prompt`` transformers.
@@ -116,17 +116,16 @@ class Agent:
         model_settings: ModelSettings | None = None,
         sessions: SessionStore | None = None,
     ) -> None:
-        if container is None:
-            from fncore.container import Container
-
-            container = Container()
         c: Any = container
-        has = getattr(c, "providers", {})
+        has = getattr(c, "providers", {}) if container is not None else {}
         self.container = container
         if model is None:
             model = c.model() if "model" in has else None
             if model is None:
-                msg = "no model given and the container provides none; pass Agent(model=...)"
+                msg = (
+                    "Agent needs a model: pass Agent(model), or build the agent from a "
+                    "container, e.g. load_container().agent(), to use the configured one"
+                )
                 raise TypeError(msg)
         if registry is None:
             registry = c.registry() if "registry" in has else default_registry
@@ -168,7 +167,7 @@ class Agent:
         """The built stack: each position's middleware, outermost first; ``str()`` it."""
         return self._description
 
-    async def run(
+    def run(
         self,
         prompt: Prompt,
         *,
@@ -176,8 +175,8 @@ class Agent:
         session_id: str | None = None,
         tool_choice: ToolChoice | None = None,
         model_settings: ModelSettings | None = None,
-    ) -> Result[RunResult, AgentError]:
-        """Run the agent to its final answer.
+    ) -> Coroutine[Any, Any, Result[RunResult, AgentError]]:
+        """Run the agent to its final answer: ``outcome = await agent.run(...)``.
 
         Args:
             prompt: The user's text, a message, or several messages.
@@ -192,7 +191,7 @@ class Agent:
             ``Success(RunResult)``, or ``Failure(AgentError)``. Nothing raises except
             cancellation.
         """
-        return await self._execute(prompt, metadata, session_id, tool_choice, model_settings, None)
+        return self._execute(prompt, metadata, session_id, tool_choice, model_settings, None)
 
     def stream(
         self,
@@ -244,12 +243,10 @@ class Agent:
             if hooks.run_start:
                 await notify(hooks.run_start, RunStart(run, messages))
             outcome = await engine.run(
-                RunContext(
-                    run,
-                    messages,
-                    tool_choice if tool_choice is not None else self._default_choice,
-                    model_settings if model_settings is not None else self._default_settings,
-                )
+                run,
+                messages,
+                tool_choice if tool_choice is not None else self._default_choice,
+                model_settings if model_settings is not None else self._default_settings,
             )
             if type(outcome) is Failure:
                 halt = outcome.failure()

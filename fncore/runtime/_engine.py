@@ -11,18 +11,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
 from returns.result import Failure, Success
 
 from fncore.core import (
     AgentError,
     Compaction,
     CompressContext,
+    Emit,
     Message,
     Model,
     ModelCallContext,
     ModelError,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     Outcome,
     ReasoningContext,
     RoundFinished,
@@ -35,6 +38,7 @@ from fncore.core import (
     Terminate,
     Tool,
     ToolCallContext,
+    ToolChoice,
     ToolEnd,
     ToolResult,
     ToolResultPart,
@@ -51,7 +55,6 @@ from fncore.core._loop import (
     LoopState,
     Ready,
     Rejected,
-    RunTools,
     begin_round,
     on_response,
     on_terminate,
@@ -91,7 +94,11 @@ class Hooks:
 
 
 class Engine:
-    """The folded handlers of one stack, and the loop that drives them."""
+    """The folded handlers of one stack, and the loop that drives them.
+
+    A position without middleware is skipped outright: no context is built for it and no
+    outcome is wrapped, so an empty position costs nothing.
+    """
 
     __slots__ = (
         "_compress",
@@ -132,84 +139,138 @@ class Engine:
         )
         per_tool = layers.tool_call or {}
         self._tool_handlers: dict[str, Handler[ToolCallContext, ToolResult]] = {
-            name: fold_onion("tool_call", per_tool.get(name, ()), self._invoke_tool)
+            name: fold_onion("tool_call", per_tool[name], self._tool_layer_end)
             for name in tools
+            if per_tool.get(name)
         }
-        self._model_call: Handler[ModelCallContext, ModelResponse] = fold_onion(
-            "model_call", layers.model_call, _call_model
+        self._model_call: Handler[ModelCallContext, ModelResponse] | None = (
+            fold_onion("model_call", layers.model_call, _call_model) if layers.model_call else None
         )
         self._system_prompt: Callable[[SystemPromptContext, str], Awaitable[Outcome[str]]] | None
         self._system_prompt = chain_steps("system_prompt", layers.system_prompt)
-        self._reasoning: Handler[ReasoningContext, ModelResponse] = fold_onion(
-            "reasoning", layers.reasoning, self._reason
+        self._reasoning: Handler[ReasoningContext, ModelResponse] | None = (
+            fold_onion("reasoning", layers.reasoning, self._reasoning_end)
+            if layers.reasoning
+            else None
         )
         self._compress: Handler[CompressContext, tuple[Message, ...]] | None = (
             fold_onion("compress_context", layers.compress_context, _keep_history)
             if layers.compress_context
             else None
         )
-        self.run: Handler[RunContext, RunResult] = fold_onion("run", layers.run, self._loop)
+        self.run: Callable[
+            [RunInfo, tuple[Message, ...], ToolChoice, ModelSettings],
+            Awaitable[Outcome[RunResult]],
+        ] = self._loop
+        """Run through the ``run`` onion and the loop inside it."""
+        if layers.run:
+            onion = fold_onion("run", layers.run, self._run_end)
+
+            async def run_onion(
+                run: RunInfo,
+                messages: tuple[Message, ...],
+                tool_choice: ToolChoice,
+                settings: ModelSettings,
+            ) -> Outcome[RunResult]:
+                return await onion(RunContext(run, messages, tool_choice, settings))
+
+            self.run = run_onion
 
     # -- innermost handlers ------------------------------------------------------------
 
-    async def _reason(self, ctx: ReasoningContext) -> Outcome[ModelResponse]:
+    async def _run_end(self, ctx: RunContext) -> Outcome[RunResult]:
+        return await self._loop(ctx.run, ctx.messages, ctx.tool_choice, ctx.settings)
+
+    async def _reasoning_end(self, ctx: ReasoningContext) -> Outcome[ModelResponse]:
+        return await self._reason(
+            ctx.run, ctx.round, ctx.messages, ctx.tools, ctx.tool_choice, ctx.settings
+        )
+
+    async def _reason(
+        self,
+        run: RunInfo,
+        round_no: int,
+        messages: tuple[Message, ...],
+        tools: tuple[Tool, ...],
+        tool_choice: ToolChoice,
+        settings: ModelSettings,
+    ) -> Outcome[ModelResponse]:
         prompt = self._instructions
         if self._system_prompt is not None:
             assembled = await self._system_prompt(
-                SystemPromptContext(ctx.run, ctx.round, ctx.messages), prompt
+                SystemPromptContext(run, round_no, messages), prompt
             )
             if type(assembled) is Failure:
                 return assembled
             prompt = assembled.unwrap()
         offered, specs = self._specs
-        if ctx.tools is not offered:
-            specs = tuple(t.spec for t in ctx.tools)
-        request = ModelRequest(ctx.messages, prompt, specs, ctx.tool_choice, ctx.settings)
-        return await self._model_call(ModelCallContext(ctx.run, request, self.model))
+        if tools is not offered:
+            specs = tuple(t.spec for t in tools)
+        request = ModelRequest(messages, prompt, specs, tool_choice, settings)
+        if self._model_call is not None:
+            return await self._model_call(ModelCallContext(run, request, self.model))
+        if run.emit is not None:
+            return await _stream(self.model, request, run.emit)
+        try:
+            return await self.model.request(request)
+        except Exception as exc:
+            return Failure(_raised(self.model, exc))
 
-    async def _invoke_tool(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
-        tool = ctx.tool
+    async def _tool_layer_end(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
+        return Success(await self._invoke(ctx.tool, ctx.args))
+
+    async def _invoke(self, tool: Tool, args: BaseModel) -> ToolResult:
         timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
         try:
             if tool.is_async:
-                pending = tool.function(**tool.keywords(ctx.args))
+                pending = tool.function(**tool.keywords(args))
                 if timeout is None:
                     value = await pending  # type: ignore[misc]
                 else:
-                    async with asyncio.timeout(timeout):
-                        value = await pending  # type: ignore[misc]
+                    scope = asyncio.timeout(timeout)
+                    try:
+                        async with scope:
+                            value = await pending  # type: ignore[misc]
+                    except TimeoutError:
+                        if not scope.expired():
+                            raise  # the tool's own TimeoutError: a failure like any other
+                        text = f"Tool {tool.name!r} timed out after {timeout}s."
+                        return ToolResult(text, is_error=True)
             else:
-                value = tool.function(**tool.keywords(ctx.args))
-        except TimeoutError:
-            text = f"Tool {tool.name!r} timed out after {timeout}s."
-            return Success(ToolResult(text, is_error=True))
+                value = tool.function(**tool.keywords(args))
         except Exception as exc:
             detail = (
                 f": {type(exc).__name__}: {exc}" if self.settings.include_detailed_errors else ""
             )
-            return Success(ToolResult(f"Tool {tool.name!r} failed{detail}.", is_error=True))
-        return Success(ToolResult(to_content(value)))
+            return ToolResult(f"Tool {tool.name!r} failed{detail}.", is_error=True)
+        return ToolResult(to_content(value))
 
     # -- the loop ------------------------------------------------------------------------
 
-    async def _loop(self, ctx: RunContext) -> Outcome[RunResult]:
-        run = ctx.run
+    async def _loop(
+        self,
+        run: RunInfo,
+        messages: tuple[Message, ...],
+        tool_choice: ToolChoice,
+        model_settings: ModelSettings,
+    ) -> Outcome[RunResult]:
         settings = self.settings
-        tool_choice = ctx.tool_choice
-        state_or_fail = start(ctx.messages)
-        if type(state_or_fail) is Fail:
-            return Failure(state_or_fail.error)
-        state: LoopState = state_or_fail
+        hooks = self.hooks
+        emit = run.emit
+        started = start(messages)
+        if type(started) is Fail:
+            return Failure(started.error)
+        state: LoopState = started
         while True:
             begun = begin_round(state, settings)
             if type(begun) is Fail:
                 return Failure(begun.error)
             state = begun
             round_no = state.round
-            if run.emit is not None:
-                run.emit(RoundStarted(round_no))
-            if self.hooks.round_start:
-                await notify(self.hooks.round_start, RoundStart(run, round_no))
+            if emit is not None:
+                emit(RoundStarted(round_no))
+            if hooks.round_start:
+                await notify(hooks.round_start, RoundStart(run, round_no))
             if self._compress is not None:
                 compressed = await self._compress(CompressContext(run, round_no, state.history))
                 if type(compressed) is Failure:
@@ -219,26 +280,35 @@ class Engine:
                     replaced = replace_history(state, history)
                     if type(replaced) is Fail:
                         return Failure(replaced.error)
-                    if self.hooks.compaction:
-                        await notify(self.hooks.compaction, Compaction(run, state.history, history))
+                    if hooks.compaction:
+                        await notify(hooks.compaction, Compaction(run, state.history, history))
                     state = replaced
-            reasoned = await self._reasoning(
-                ReasoningContext(
-                    run, round_no, state.history, self.offered, tool_choice, ctx.settings
+            if self._reasoning is None:
+                reasoned = await self._reason(
+                    run, round_no, state.history, self.offered, tool_choice, model_settings
                 )
-            )
+            else:
+                reasoned = await self._reasoning(
+                    ReasoningContext(
+                        run, round_no, state.history, self.offered, tool_choice, model_settings
+                    )
+                )
             if type(reasoned) is Failure:
                 return _halted(reasoned.failure(), state)
             response: ModelResponse = reasoned.unwrap()
-            if run.emit is not None:
-                run.emit(RoundFinished(round_no, response))
+            if emit is not None:
+                emit(RoundFinished(round_no, response))
             state, decision = on_response(state, response, self.tools, tool_choice, settings)
             if type(decision) is Finish:
                 return Success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
-            assert type(decision) is RunTools
-            results, halt = await self._run_tools(run, decision.calls)
+            calls = decision.calls  # type: ignore[union-attr]
+            if len(calls) == 1:
+                part, halt = await self._one_tool(run, calls[0])
+                results: tuple[ToolResultPart, ...] = (part,)
+            else:
+                results, halt = await self._many_tools(run, calls)
             if halt is not None:
                 if type(halt) is Terminate:
                     return Success(on_terminate(state, halt, results))
@@ -249,12 +319,9 @@ class Engine:
             if type(decision) is Fail:
                 return Failure(decision.error)
 
-    async def _run_tools(
+    async def _many_tools(
         self, run: RunInfo, calls: tuple[Ready | Rejected, ...]
     ) -> tuple[tuple[ToolResultPart, ...], Terminate | AgentError | None]:
-        if len(calls) == 1:
-            part, halt = await self._one_tool(run, calls[0])
-            return (part,), halt
         limit = asyncio.Semaphore(self.settings.max_concurrent_tools)
 
         async def bounded(item: Ready | Rejected) -> tuple[ToolResultPart, Any]:
@@ -271,32 +338,35 @@ class Engine:
     async def _one_tool(
         self, run: RunInfo, item: Ready | Rejected
     ) -> tuple[ToolResultPart, Terminate | AgentError | None]:
-        halt: Terminate | AgentError | None = None
         if type(item) is Rejected:
             part = item.result
-            call = None
+            if run.emit is not None:
+                run.emit(ToolResultReady(part))
+            return part, None
+        call = item.call
+        hooks = self.hooks
+        if hooks.tool_start:
+            await notify(hooks.tool_start, ToolStart(run, call))
+        halt: Terminate | AgentError | None = None
+        handler = self._tool_handlers.get(call.name)
+        if handler is None:
+            result = await self._invoke(item.tool, item.args)
+            part = ToolResultPart(call.id, call.name, result.content, result.is_error)
         else:
-            assert type(item) is Ready
-            call = item.call
-            if self.hooks.tool_start:
-                await notify(self.hooks.tool_start, ToolStart(run, call))
-            out = await self._tool_handlers[item.tool.name](
-                ToolCallContext(run, call, item.tool, item.args)
-            )
+            out = await handler(ToolCallContext(run, call, item.tool, item.args))
             if type(out) is Success:
-                result: ToolResult = out.unwrap()
+                result = out.unwrap()
                 part = ToolResultPart(call.id, call.name, result.content, result.is_error)
             else:
                 halt = out.failure()
                 if type(halt) is Terminate:
                     part = ToolResultPart(call.id, call.name, halt.output)
                 else:
-                    text = f"Not completed: {halt}"
-                    part = ToolResultPart(call.id, call.name, text, is_error=True)
+                    part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
         if run.emit is not None:
             run.emit(ToolResultReady(part))
-        if self.hooks.tool_end and call is not None:
-            await notify(self.hooks.tool_end, ToolEnd(run, call, part))
+        if hooks.tool_end:
+            await notify(hooks.tool_end, ToolEnd(run, call, part))
         return part, halt
 
 
@@ -311,36 +381,36 @@ async def _keep_history(ctx: CompressContext) -> Outcome[tuple[Message, ...]]:
 
 
 async def _call_model(ctx: ModelCallContext) -> Outcome[ModelResponse]:
-    model = ctx.model
     emit = ctx.run.emit
+    if emit is not None:
+        return await _stream(ctx.model, ctx.request, emit)
     try:
-        if emit is None:
-            return await model.request(ctx.request)
-        async for item in model.stream(ctx.request):
+        return await ctx.model.request(ctx.request)
+    except Exception as exc:
+        return Failure(_raised(ctx.model, exc))
+
+
+def _raised(model: Model, exc: Exception) -> ModelError:
+    return ModelError(
+        message=f"model {model.name!r} raised {type(exc).__name__}: {exc}",
+        position="model_call",
+    )
+
+
+async def _stream(model: Model, request: ModelRequest, emit: Emit) -> Outcome[ModelResponse]:
+    try:
+        async for item in model.stream(request):
             if type(item) is ModelResponse:
                 return Success(item)
             if isinstance(item, ModelError):
                 return Failure(item)
             emit(item)
     except Exception as exc:
-        return Failure(
-            ModelError(
-                message=f"model {model.name!r} raised {type(exc).__name__}: {exc}",
-                position="model_call",
-            )
-        )
+        return Failure(_raised(model, exc))
     return Failure(
         ModelError(
             message=f"model {model.name!r} ended its stream without a response",
             position="model_call",
             retryable=True,
         )
-    )
-
-
-def describe_request(request: ModelRequest) -> str:
-    """One line about a request, for traces."""
-    return (
-        f"{len(request.messages)} messages, {len(request.tools)} tools, "
-        f"tool_choice={request.tool_choice!r}"
     )

@@ -12,7 +12,8 @@ from dependency_injector.wiring import Provide, Provider, ProvidersMap
 
 from fncore.core import RegistrationError
 
-_MARKERS: tuple[type, ...] = (type(Provide["x"]), type(Provider["x"]))
+_PROVIDER_MARKER: type = type(Provider["x"])
+_MARKERS: tuple[type, ...] = (type(Provide["x"]), _PROVIDER_MARKER)
 
 
 def bind(
@@ -21,7 +22,8 @@ def bind(
     """Return ``fn`` with every ``Provide[...]``-defaulted parameter bound to its value.
 
     Parameters with ordinary defaults keep them. Nothing is looked up when the middleware
-    is later called: the values are fixed here.
+    is later called: the values are fixed here. As in dependency-injector, ``Provider[...]``
+    binds the provider itself (to call per use) rather than its value.
 
     Raises:
         RegistrationError: if a marker names nothing in the container, or a provider fails
@@ -45,6 +47,9 @@ def bind(
                 "provide; add that provider to your container or fix the name"
             )
             raise RegistrationError(msg)
+        if type(marker) is _PROVIDER_MARKER:
+            values[param.name] = provider
+            continue
         try:
             value = provider()
         except Exception as exc:

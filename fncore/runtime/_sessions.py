@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, final
@@ -36,6 +37,9 @@ class SessionStore(Protocol):
 class InMemorySessionStore:
     """A `SessionStore` in a dict: for tests, demos and single-process apps.
 
+    Like a store that serializes, it keeps and hands out deep copies of the state, so a
+    run that mutates a state value in place and then fails leaves the session unchanged.
+
     Example:
         >>> import asyncio
         >>> store = InMemorySessionStore()
@@ -51,8 +55,13 @@ class InMemorySessionStore:
 
     async def load(self, session_id: str) -> Session | None:
         """Return the session, or ``None``."""
-        return self._sessions.get(session_id)
+        session = self._sessions.get(session_id)
+        if session is None or not session.state:
+            return session
+        return Session(session.messages, copy.deepcopy(dict(session.state)))
 
     async def save(self, session_id: str, session: Session) -> None:
         """Replace the session."""
+        if session.state:
+            session = Session(session.messages, copy.deepcopy(dict(session.state)))
         self._sessions[session_id] = session

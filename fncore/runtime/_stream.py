@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import final
 
 from returns.result import Result
@@ -44,8 +44,21 @@ class RunStream:
         self._done = False
         self._outcome: Result[RunResult, AgentError] | None = None
 
-    def __aiter__(self) -> RunStream:
-        return self
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[StreamEvent]:
+        # A generator, so that ``break`` in ``async for`` closes it (asyncio finalizes an
+        # abandoned async generator at once) and the close cancels the run.
+        try:
+            while True:
+                try:
+                    event = await self.__anext__()
+                except StopAsyncIteration:
+                    return
+                yield event
+        finally:
+            await self.aclose()
 
     async def _drive(self) -> None:
         try:

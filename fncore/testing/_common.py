@@ -32,8 +32,8 @@ def deltas(response: ModelResponse, chunk: int = 8) -> Iterator[StreamDelta]:
     """The stream deltas that assemble into ``response``, text cut every ``chunk`` chars.
 
     Example:
-        >>> [d.text for d in deltas(ModelResponse(Message.assistant("hello world")), 6)]
-        ['hello ', 'world']
+        >>> [type(d).__name__ for d in deltas(ModelResponse(Message.assistant("hi there")), 4)]
+        ['TextDelta', 'TextDelta', 'UsageReported']
     """
     for part in response.message.parts:
         if type(part) is TextPart:

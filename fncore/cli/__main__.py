@@ -1,0 +1,5 @@
+"""``python -m fncore.cli``."""
+
+from fncore.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,131 @@
+"""The commands: ``run`` (answer a prompt) and ``stack`` (show the onion)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from returns.result import Failure, Result
+
+from fncore import (
+    Agent,
+    AgentError,
+    Container,
+    RoundStarted,
+    RunCompleted,
+    RunResult,
+    TextDelta,
+    load_container,
+)
+from fncore.cli._example import build_example_agent
+from fncore.cli._trace import Trace
+
+
+class RunFailed(Exception):
+    """The run returned ``Failure``; the message is the error's text."""
+
+
+def to_stderr(line: str) -> None:
+    """Write one trace line to standard error."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def overrides(provider: str | None, model: str | None) -> dict[str, Any]:
+    """Configuration overrides from ``--provider`` and ``--model``.
+
+    Example:
+        >>> overrides("test", None)
+        {'model': {'kind': 'test'}}
+    """
+    chosen: dict[str, str] = {}
+    if provider is not None:
+        chosen["kind"] = provider
+    if model is not None:
+        chosen["name"] = model
+    return {"model": chosen} if chosen else {}
+
+
+def example_agent(
+    config: str | None, settings: Mapping[str, Any], trace: Trace = to_stderr
+) -> Agent:
+    """Load the container (defaults < file < ``FNCORE_*`` < flags) and build the example.
+
+    Raises:
+        ConfigError: for a bad file, key, value or model kind.
+        RegistrationError: if the stack cannot be built.
+    """
+    container: Container = load_container(config, overrides=settings)
+    return build_example_agent(container, trace)
+
+
+def _unwrap(outcome: Result[RunResult, AgentError]) -> RunResult:
+    if isinstance(outcome, Failure):
+        raise RunFailed(str(outcome.failure()))
+    return outcome.unwrap()
+
+
+async def run_prompt(agent: Agent, prompt: str, out: TextIO) -> None:
+    """Run ``prompt`` and print the final answer.
+
+    Raises:
+        RunFailed: if the run returns ``Failure``.
+    """
+    result = _unwrap(await agent.run(prompt))
+    print(result.output, file=out, flush=True)
+
+
+async def stream_prompt(agent: Agent, prompt: str, out: TextIO) -> None:
+    """Run ``prompt`` streaming: print text deltas as they arrive, then a newline.
+
+    When the last round streamed no text (a middleware terminated the run, or a required
+    tool call ended it) the final answer is printed instead, so stdout always ends with it.
+
+    Raises:
+        RunFailed: if the run returns ``Failure``.
+    """
+    streamed = ""
+    printed = False
+    async for event in agent.stream(prompt):
+        if isinstance(event, RoundStarted):
+            streamed = ""
+        elif isinstance(event, TextDelta):
+            streamed += event.text
+            printed = True
+            out.write(event.text)
+            out.flush()
+        elif isinstance(event, RunCompleted):
+            if printed and isinstance(event.outcome, Failure):
+                out.write("\n")
+                out.flush()
+            result = _unwrap(event.outcome)
+            if not streamed:
+                out.write(result.output)
+            out.write("\n")
+            out.flush()
+
+
+def run_command(
+    prompt: str, *, config: str | None, settings: Mapping[str, Any], stream: bool
+) -> None:
+    """``fncore run``: build the example agent and answer ``prompt`` on stdout.
+
+    Raises:
+        ConfigError: for bad configuration.
+        RegistrationError: if the stack cannot be built.
+        RunFailed: if the run returns ``Failure``.
+    """
+    agent = example_agent(config, settings)
+    action = stream_prompt if stream else run_prompt
+    asyncio.run(action(agent, prompt, sys.stdout))
+
+
+def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:
+    """``fncore stack``: print the example agent's onion, position by position.
+
+    Raises:
+        ConfigError: for bad configuration.
+        RegistrationError: if the stack cannot be built.
+    """
+    print(example_agent(config, settings).describe())

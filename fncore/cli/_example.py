@@ -1,0 +1,70 @@
+"""The example agent that ``fncore run`` and ``fncore stack`` use.
+
+It is built in a function, into its own `Registry`, so importing this module registers
+nothing anywhere and every call gets a fresh agent.
+"""
+
+from __future__ import annotations
+
+from returns.result import Success
+
+from fncore import Agent, Container, Outcome, Registry, SystemPromptContext
+from fncore.cli._trace import Trace, register_trace
+
+INSTRUCTION = "Use the tools, then answer from their results."
+"""The line the ``add_instruction`` transformer appends to the system prompt."""
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    return a + b
+
+
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers.
+
+    Args:
+        a: The first factor.
+        b: The second factor.
+    """
+    return a * b
+
+
+def word_count(text: str) -> int:
+    """Count the whitespace-separated words of a text.
+
+    Args:
+        text: The text to count words in.
+    """
+    return len(text.split())
+
+
+def build_example_agent(container: Container, trace: Trace) -> Agent:
+    """Build the example agent: three tools, tracing middleware, one prompt transformer.
+
+    Args:
+        container: Supplies the model, loop settings and base instructions.
+        trace: Where the middleware write their trace lines.
+
+    Returns:
+        A new agent whose middleware live in a registry of its own.
+
+    Raises:
+        RegistrationError: if the container cannot supply what the stack needs.
+    """
+    registry = Registry()
+    register_trace(registry, trace)
+
+    @registry.on("system_prompt", name="add_instruction")
+    async def add_instruction(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
+        trace(f"[system_prompt] round {ctx.round}: + {INSTRUCTION!r}")
+        return Success(f"{prompt}\n{INSTRUCTION}" if prompt else INSTRUCTION)
+
+    for function in (add, multiply, word_count):
+        registry.tool(function)
+    return Agent(registry=registry, container=container)

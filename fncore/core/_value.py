@@ -1,0 +1,50 @@
+"""A faster ``__init__`` for frozen, slotted dataclasses.
+
+A frozen dataclass sets each field through ``object.__setattr__`` in its generated
+``__init__``, which costs about three times a plain assignment. Value objects are built on
+every step of the agent loop, so `value` regenerates ``__init__`` to store each field
+through its slot descriptor instead: the instance is just as immutable afterwards (the
+frozen ``__setattr__`` still raises), only construction is cheaper.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+_MISSING = dataclasses.MISSING
+
+
+def value(cls: type[_T]) -> type[_T]:
+    """Give the frozen slotted dataclass ``cls`` a faster ``__init__`` with the same signature."""
+    params = dataclasses.fields(cls)  # type: ignore[arg-type]
+    namespace: dict[str, Any] = {"_MISSING": _MISSING}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    for f in params:
+        if not f.init:
+            continue
+        namespace[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if f.default is not _MISSING:
+            namespace[f"_default_{f.name}"] = f.default
+            text = f"{f.name}=_default_{f.name}"
+        elif f.default_factory is not _MISSING:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            text = f"{f.name}=_MISSING"
+            body.append(f"    if {f.name} is _MISSING: {f.name} = _factory_{f.name}()")
+        else:
+            text = f.name
+        (keyword if f.kw_only else positional).append(text)
+        body.append(f"    _set_{f.name}(self, {f.name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __init__({signature}):\n" + ("\n".join(body) or "    pass") + "\n"
+    exec(source, namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__doc__ = cls.__init__.__doc__
+    setattr(cls, "__init__", init)  # noqa: B010 - mypy forbids assigning a method
+    return cls

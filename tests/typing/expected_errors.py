@@ -1,0 +1,64 @@
+"""Registrations that must NOT type-check: lines marked with an E-comment are mypy errors.
+
+``check_expected_errors.py`` runs mypy on this file and compares the errors it reports
+with the markers, line by line, so a signature that stops being caught fails CI.
+"""
+
+from __future__ import annotations
+
+from returns.result import Success
+
+from fncore import (
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    Registry,
+    RunResult,
+    ToolCallContext,
+    ToolCallNext,
+    ToolEnd,
+    ToolResult,
+    RunStart,
+)
+
+registry = Registry()
+
+
+async def tool_mw(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
+    return await call_next(ctx)
+
+
+async def model_mw(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+    return await call_next(ctx)
+
+
+async def one_arg(ctx: ModelCallContext) -> Outcome[ModelResponse]:
+    return Success(ModelResponse.__new__(ModelResponse))
+
+
+async def wrong_return(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[RunResult]:
+    return Success(RunResult("", ()))
+
+
+def not_async(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+    return Success(ModelResponse.__new__(ModelResponse))
+
+
+async def tool_end_hook(event: ToolEnd) -> None:
+    return None
+
+
+registry.on("model_call")(tool_mw)  # E: type-var
+registry.on("tool_call")(model_mw)  # E: type-var
+registry.on("model_call")(one_arg)  # E: type-var
+registry.on("model_call")(wrong_return)  # E: type-var
+registry.on("model_call")(not_async)  # E: type-var
+registry.on("run")(model_mw)  # E: type-var
+registry.on("system_prompt")(model_mw)  # E: type-var
+registry.on("model_cal")(model_mw)  # E: call-overload
+registry.on("model_call", tools=["add"])(model_mw)  # E: call-overload
+registry.hook("run_start")(tool_end_hook)  # E: type-var
+registry.on("tool_call")(tool_mw)
+registry.hook("tool_end")(tool_end_hook)
+_: RunStart | None = None

@@ -1,0 +1,130 @@
+"""Checked by ``mypy --strict``: what user code written against fncore infers to.
+
+Every ``assert_type`` line is a claim about the public types; CI runs mypy over this file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal, assert_type
+
+from dependency_injector.wiring import Provide
+from returns.result import Failure, Result, Success
+
+from fncore import (
+    Agent,
+    AgentError,
+    CompressContext,
+    CompressNext,
+    Message,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    ReasoningContext,
+    ReasoningNext,
+    Registry,
+    RunContext,
+    RunNext,
+    RunResult,
+    RunStream,
+    StateKey,
+    SystemPromptContext,
+    Terminate,
+    ToolCallContext,
+    ToolCallNext,
+    ToolEnd,
+    ToolResult,
+    load_container,
+)
+from fncore.testing import TestModel
+
+registry = Registry()
+CALLS = StateKey("calls", default=lambda: 0)
+
+
+@registry.on("run")
+async def on_run(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
+    """Pass through, upper-casing the final output."""
+    out = await call_next(ctx)
+    return out.map(lambda r: dataclasses.replace(r, output=r.output.upper()))
+
+
+@registry.on("reasoning")
+async def on_reasoning(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
+    """Offer no tools after the third round."""
+    if ctx.round > 3:
+        return await call_next(dataclasses.replace(ctx, tools=()))
+    return await call_next(ctx)
+
+
+@registry.on("model_call", name="count", order="outermost")
+async def count(
+    ctx: ModelCallContext, call_next: ModelCallNext, limit: int = Provide["config.limit"]
+) -> Outcome[ModelResponse]:
+    """Count model calls in run state; terminate past a limit injected from the container."""
+    calls = ctx.run.state.get(CALLS) + 1
+    ctx.run.state.set(CALLS, calls)
+    if calls > limit:
+        return Failure(Terminate("budget exhausted"))
+    return await call_next(ctx)
+
+
+@registry.on("tool_call", tools=["add"], after=["count"])
+async def cache(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
+    """Short-circuit with a cached result."""
+    if ctx.call.arguments == "{}":
+        return Success(ToolResult("0"))
+    return await call_next(ctx)
+
+
+@registry.on("compress_context")
+async def keep_last(ctx: CompressContext, call_next: CompressNext) -> Outcome[tuple[Message, ...]]:
+    """Keep the history as is."""
+    return await call_next(ctx)
+
+
+@registry.on("system_prompt")
+async def add_rules(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
+    """Append a line to the system prompt."""
+    return Success(prompt + "\nBe brief.")
+
+
+@registry.hook("tool_end", timeout=1.0)
+async def audit(event: ToolEnd) -> None:
+    """Observe a finished tool call."""
+    assert_type(event.result.content, str)
+
+
+@registry.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@registry.tool(name="mul", timeout=2.0)
+async def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+async def main() -> None:
+    """Run an agent and look at what comes back."""
+    assert_type(add(1, 2), int)
+    agent = Agent(TestModel(), registry=registry)
+    outcome = await agent.run("What is 2 + 3?", metadata={"user": "u1"})
+    assert_type(outcome, Result[RunResult, AgentError])
+    assert_type(outcome.map(lambda r: r.output), Result[str, AgentError])
+    assert_type(outcome.unwrap().stop_reason, Literal["completed", "tool_required", "terminated"])
+    stream = agent.stream("hi")
+    assert_type(stream, RunStream)
+    assert_type(await stream.result(), Result[RunResult, AgentError])
+    assert_type(load_container(environ={}).agent(), Agent)
+    assert_type(CALLS, StateKey[int])
+    direct = await count(ModelCallContext.__new__(ModelCallContext), on_model_call_next, limit=3)
+    assert_type(direct, Outcome[ModelResponse])
+
+
+async def on_model_call_next(ctx: ModelCallContext) -> Outcome[ModelResponse]:
+    """A stand-in for the rest of the onion."""
+    return Success(ModelResponse(Message.assistant("ok")))
