@@ -12,7 +12,7 @@ import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import yaml
 from dependency_injector import containers, providers
@@ -140,7 +140,26 @@ def _registry(
     return combined
 
 
-class Container(containers.DeclarativeContainer):
+# The stubs of dependency-injector do not declare the metaclass, so mypy sees it as Any.
+_DeclarativeMeta: Any = type(containers.DeclarativeContainer)
+
+
+class _ContainerMeta(_DeclarativeMeta):  # type: ignore[misc]
+    """Gives every container class, subclasses included, an ``agent`` bound to itself.
+
+    An ``agent`` provider declared with ``providers.Self()`` would, once inherited, still
+    point at the class it was declared on; this rebinds it for each subclass that does not
+    declare its own.
+    """
+
+    def __new__(mcs, class_name: str, bases: tuple[type, ...], attributes: dict[str, Any]) -> type:
+        cls: Any = super().__new__(mcs, class_name, bases, attributes)
+        if "agent" not in attributes:
+            cls.agent = providers.Factory(Agent, container=cls.__self__)
+        return cast(type, cls)
+
+
+class Container(containers.DeclarativeContainer, metaclass=_ContainerMeta):
     """fncore's container. Subclass it to add your own providers for middleware to use.
 
     Example:
@@ -151,8 +170,6 @@ class Container(containers.DeclarativeContainer):
         >>> c.agent().model.name
         'demo'
     """
-
-    __self__ = providers.Self()
 
     config = providers.Configuration(default=DEFAULTS)
     """The configuration (see `load_container` for its sources)."""
@@ -184,7 +201,7 @@ class Container(containers.DeclarativeContainer):
     sessions: providers.Provider[InMemorySessionStore] = providers.Singleton(InMemorySessionStore)
     """The session store."""
 
-    agent: providers.Factory[Agent] = providers.Factory(Agent, container=__self__)
+    agent: providers.Factory[Agent]
     """An agent on this container's model, registry, settings and store; call
     ``container.agent(tools=[...], instructions=...)`` with any `Agent` argument."""
 

@@ -4,10 +4,10 @@ The runtime shell does the waiting (model calls, tools, hooks); every decision a
 happens next is made here, from values alone, so the loop's rules are tested without a
 model or an event loop::
 
-    start ─▶ begin_round ─▶ (model) ─▶ on_response ─┬─▶ Finish
-                 ▲                                   ├─▶ Fail
-                 │                                   └─▶ RunTools ─▶ (tools) ─▶ on_tool_results
-                 └──────────────────── NextRound ◀──────────────────────────────┘
+    start ─▶ (round: model) ─▶ on_response ─┬─▶ Finish
+                   ▲                         ├─▶ Fail
+                   │                         └─▶ RunTools ─▶ (tools) ─▶ on_tool_results ─┬─▶ Finish
+                   └──────────────────────────────── NextRound (round + 1) ◀─────────────┴─▶ Fail
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class LoopState:
     """The whole conversation, as the next model call will see it."""
     new: tuple[Message, ...] = ()
     """The messages this run added."""
-    round: int = 0
-    """The last round started (0 before the first)."""
+    round: int = 1
+    """The round in progress, from 1."""
     errors_in_a_row: int = 0
     """Consecutive rounds with a failing tool call."""
     usage: Usage = NO_USAGE
@@ -130,7 +130,10 @@ class RunTools:
 @final
 @dataclass(slots=True)
 class NextRound:
-    """Start the next round."""
+    """Start the next round (the state already counts it)."""
+
+
+NEXT_ROUND = NextRound()
 
 
 Decision: TypeAlias = Finish | Fail | RunTools | NextRound
@@ -138,8 +141,14 @@ Decision: TypeAlias = Finish | Fail | RunTools | NextRound
 
 
 def start(messages: tuple[Message, ...]) -> LoopState | Fail:
-    """The state of a new run, or a failure if ``messages`` break the pairing rule."""
-    return check_history(messages) or LoopState(history=messages)
+    """The state of a new run, in its first round; a `Fail` if ``messages`` are unpaired."""
+    for m in messages:
+        if m.role == "assistant":
+            failed = check_history(messages)
+            if failed is not None:
+                return failed
+            break
+    return LoopState(messages, (), 1)
 
 
 def check_history(messages: tuple[Message, ...]) -> Fail | None:
@@ -156,21 +165,6 @@ def check_history(messages: tuple[Message, ...]) -> Fail | None:
             )
         )
     )
-
-
-def begin_round(state: LoopState, settings: LoopSettings) -> LoopState | Fail:
-    """Count a new round, or fail when the iteration limit is used up."""
-    if state.round >= settings.max_iterations:
-        return Fail(
-            MaxIterationsReached(
-                message=(
-                    f"the model still asked for tools after {settings.max_iterations} rounds; "
-                    "raise max_iterations or give the agent a narrower task"
-                ),
-                messages=state.new,
-            )
-        )
-    return LoopState(state.history, state.new, state.round + 1, state.errors_in_a_row, state.usage)
 
 
 def _closing(calls: list[ToolCallPart], content: str) -> Message:
@@ -260,7 +254,19 @@ def on_tool_results(
                 messages=new,
             )
         )
-    return after, NextRound()
+    if state.round >= settings.max_iterations:
+        rounds = "1 round" if state.round == 1 else f"{state.round} rounds"
+        return after, Fail(
+            MaxIterationsReached(
+                message=(
+                    f"the model still asked for tools after {rounds}; "
+                    "raise max_iterations or give the agent a narrower task"
+                ),
+                messages=new,
+            )
+        )
+    after.round += 1
+    return after, NEXT_ROUND
 
 
 def on_terminate(

@@ -241,7 +241,11 @@ class ResponseAssembler:
             self._calls[delta.call_id] = (delta.name, [])
             self._order.append(delta.call_id)
         elif type(delta) is ToolCallArgsDelta:
-            self._calls[delta.call_id][1].append(delta.delta)
+            call = self._calls.get(delta.call_id)
+            if call is None:  # arguments before the start: keep them, the name stays unknown
+                call = self._calls[delta.call_id] = ("", [])
+                self._order.append(delta.call_id)
+            call[1].append(delta.delta)
         elif type(delta) is UsageReported:
             self._usage = self._usage + delta.usage
 

@@ -441,8 +441,11 @@ class Registry:
         Raises:
             RegistrationError: if a middleware name clashes at the same position.
         """
+        staged = Registry()
+        staged._middleware = list(self._middleware)
         for reg in other._middleware:
-            self.add(reg)
+            staged.add(reg)
+        self._middleware = staged._middleware
         self._hooks.extend(other._hooks)
         self._tools.extend(other._tools)
         self._sources.extend(other._sources)

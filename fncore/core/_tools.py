@@ -103,6 +103,12 @@ class Tool:
     JSON arguments and yields the JSON schema shown to the model. The docstring's summary
     becomes the description; a Google-style ``Args:`` section describes the parameters.
 
+    Async tools run concurrently with the round's other calls and honour timeouts. A plain
+    (sync) function runs inline on the event loop, which is the cheapest way to call a quick
+    pure function; anything that blocks (files, network, heavy CPU) belongs in an async tool
+    (``await asyncio.to_thread(...)`` inside it), or it stalls the loop and its timeout
+    cannot interrupt it.
+
     Example:
         >>> def add(a: int, b: int) -> int:
         ...     '''Add two integers.'''
@@ -112,7 +118,16 @@ class Tool:
         ('add', ['a', 'b'])
     """
 
-    __slots__ = ("_fields", "args_model", "function", "is_async", "name", "spec", "timeout")
+    __slots__ = (
+        "_fields",
+        "_validator",
+        "args_model",
+        "function",
+        "is_async",
+        "name",
+        "spec",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -129,6 +144,7 @@ class Tool:
         self.timeout = timeout
         self.is_async = inspect.iscoroutinefunction(function)
         self._fields = tuple(args_model.model_fields)
+        self._validator = args_model.__pydantic_validator__
         schema = args_model.model_json_schema()
         schema.pop("title", None)
         strict = all(f.is_required() for f in args_model.model_fields.values())
@@ -192,7 +208,7 @@ class Tool:
     def check(self, arguments: str) -> BaseModel | str:
         """`validate` without the ``Result`` wrapper: the arguments, or the message."""
         try:
-            return self.args_model.model_validate_json(arguments or "{}")
+            return self._validator.validate_json(arguments or "{}")  # type: ignore[no-any-return]
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
@@ -205,6 +221,8 @@ class Tool:
 
     def keywords(self, args: BaseModel) -> Mapping[str, object]:
         """The validated arguments as keyword arguments for the function."""
+        if type(args) is self.args_model:
+            return args.__dict__
         return {f: getattr(args, f) for f in self._fields}
 
     def __repr__(self) -> str:

@@ -55,7 +55,6 @@ from fncore.core._loop import (
     LoopState,
     Ready,
     Rejected,
-    begin_round,
     on_response,
     on_terminate,
     on_tool_results,
@@ -166,23 +165,23 @@ class Engine:
         if layers.run:
             onion = fold_onion("run", layers.run, self._run_end)
 
-            async def run_onion(
+            def run_onion(
                 run: RunInfo,
                 messages: tuple[Message, ...],
                 tool_choice: ToolChoice,
                 settings: ModelSettings,
-            ) -> Outcome[RunResult]:
-                return await onion(RunContext(run, messages, tool_choice, settings))
+            ) -> Awaitable[Outcome[RunResult]]:
+                return onion(RunContext(run, messages, tool_choice, settings))
 
             self.run = run_onion
 
     # -- innermost handlers ------------------------------------------------------------
 
-    async def _run_end(self, ctx: RunContext) -> Outcome[RunResult]:
-        return await self._loop(ctx.run, ctx.messages, ctx.tool_choice, ctx.settings)
+    def _run_end(self, ctx: RunContext) -> Awaitable[Outcome[RunResult]]:
+        return self._loop(ctx.run, ctx.messages, ctx.tool_choice, ctx.settings)
 
-    async def _reasoning_end(self, ctx: ReasoningContext) -> Outcome[ModelResponse]:
-        return await self._reason(
+    def _reasoning_end(self, ctx: ReasoningContext) -> Awaitable[Outcome[ModelResponse]]:
+        return self._reason(
             ctx.run, ctx.round, ctx.messages, ctx.tools, ctx.tool_choice, ctx.settings
         )
 
@@ -262,10 +261,6 @@ class Engine:
             return Failure(started.error)
         state: LoopState = started
         while True:
-            begun = begin_round(state, settings)
-            if type(begun) is Fail:
-                return Failure(begun.error)
-            state = begun
             round_no = state.round
             if emit is not None:
                 emit(RoundStarted(round_no))

@@ -1,0 +1,46 @@
+"""Smoke test of bench/overhead.py: it runs and reports every figure (no timing checks)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "overhead.py"
+
+KEYS = (
+    "base_us",
+    "mw_us",
+    "floor_us",
+    "closure_layer_us",
+    "per_layer_us",
+    "base_ratio",
+    "layer_ratio",
+    "concurrent_wall_s",
+    "concurrent_peak_rss_mb",
+)
+
+
+def test_quick_run_prints_every_figure_as_json() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", "--concurrency", "200"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    figures = json.loads(lines[-1])
+    for key in KEYS:
+        value = figures[key]
+        assert isinstance(value, (int, float)), (key, value)
+        assert not isinstance(value, bool), key
+        assert math.isfinite(value), (key, value)
+        assert value > 0, (key, value)
+    assert figures["layer_calls_per_run"] == 40
+    table = "\n".join(lines[:-1])
+    assert "base_ratio" in table
+    assert "layer_ratio" in table
