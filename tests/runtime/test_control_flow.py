@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from returns.result import Failure, Success
+from support import add, run_ok
 
 from fncore import (
     Agent,
@@ -49,21 +50,9 @@ from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 ONIONS: tuple[Position, ...] = ("run", "reasoning", "model_call", "tool_call", "compress_context")
 
 
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
 def last_tool_results(request: ModelRequest) -> tuple[ToolResultPart, ...]:
     """The tool results of the last message of a request."""
     return request.messages[-1].tool_results
-
-
-def run_ok(outcome: Any) -> RunResult:
-    """Unwrap a successful run, with the failure in the assertion message otherwise."""
-    assert isinstance(outcome, Success), outcome
-    result: RunResult = outcome.unwrap()
-    return result
 
 
 # -- onion order and transformer chaining ----------------------------------------------

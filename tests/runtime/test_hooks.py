@@ -7,7 +7,8 @@ import logging
 from typing import Any
 
 import pytest
-from returns.result import Failure, Success
+from returns.result import Failure
+from support import add, mul, run_ok
 
 from fncore import (
     Agent,
@@ -23,7 +24,6 @@ from fncore import (
     Registry,
     RoundStart,
     RunEnd,
-    RunResult,
     RunStart,
     Terminate,
     Tool,
@@ -35,23 +35,6 @@ from fncore import (
     ToolStart,
 )
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def mul(a: int, b: int) -> int:
-    """Multiply two integers."""
-    return a * b
-
-
-def run_ok(outcome: Any) -> RunResult:
-    """Unwrap a successful run, with the failure in the assertion message otherwise."""
-    assert isinstance(outcome, Success), outcome
-    result: RunResult = outcome.unwrap()
-    return result
 
 
 def fncore_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

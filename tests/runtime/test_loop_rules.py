@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from returns.result import Failure, Success
+from support import add, mul, run_ok
 
 from fncore import (
     Agent,
@@ -22,7 +23,6 @@ from fncore import (
     Outcome,
     Registry,
     RequireTool,
-    RunResult,
     Tool,
     ToolCallPart,
     ToolResultPart,
@@ -31,23 +31,6 @@ from fncore import (
 )
 from fncore.core import unanswered_calls
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def mul(a: int, b: int) -> int:
-    """Multiply two integers."""
-    return a * b
-
-
-def run_ok(outcome: Any) -> RunResult:
-    """Unwrap a successful run, with the failure in the assertion message otherwise."""
-    assert isinstance(outcome, Success), outcome
-    result: RunResult = outcome.unwrap()
-    return result
 
 
 def failure_of(outcome: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from returns.result import Failure, Success
+from support import add
 
 from fncore import (
     Agent,
@@ -24,11 +25,6 @@ from fncore import (
 from fncore.testing import ScriptedModel, TestModel, tool_calls
 
 TURNS = StateKey("turns", default=lambda: 0)
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 def counting_registry(seen: list[int]) -> Registry:

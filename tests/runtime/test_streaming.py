@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 from returns.result import Failure, Success
+from support import add
 
 from fncore import (
     Agent,
@@ -31,11 +32,6 @@ from fncore import (
     UsageReported,
 )
 from fncore.testing import ScriptedModel, TestModel, tool_calls
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 def echo(text: str) -> str:

@@ -8,6 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 from returns.result import Failure, Success
+from support import add
 
 from fncore import (
     Message,
@@ -34,11 +35,6 @@ class Colour(enum.Enum):
 class Point(BaseModel):
     x: float
     y: float
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 def describe(
