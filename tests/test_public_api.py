@@ -4,7 +4,9 @@ import fncore
 import fncore.testing
 
 FNCORE = {
-    "Agent", "AgentError", "Compaction", "CompressContext", "CompressNext", "ConfigError",
+    "Agent", "AgentError", "AuthenticationFailed", "BadRequest", "ConnectionFailed",
+    "ModelNotFound", "ModelTimeout", "PermissionDenied", "ProviderUnavailable", "RateLimited",
+    "StreamInterrupted", "Compaction", "CompressContext", "CompressNext", "ConfigError",
     "Container", "DataPart", "ErrorRaised", "Halt", "InMemorySessionStore", "InvalidHistory",
     "LoopError", "LoopSettings", "MaxIterationsReached", "Message", "MiddlewareError", "Model",
     "ModelCallContext", "ModelCallNext", "ModelError", "ModelRequest", "ModelResponse",

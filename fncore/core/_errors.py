@@ -6,7 +6,15 @@ an expected outcome. Every error says what failed, where, and what to do about i
     AgentError                      base: message, position, middleware
     ├── MiddlewareError             a middleware, tool source or transformer raised or misbehaved
     ├── ModelError                  the model call failed
-    │   └── (provider errors)       adapters add authentication, rate limit, timeout, ...
+    │   ├── AuthenticationFailed    401: the API key is missing, wrong or revoked
+    │   ├── PermissionDenied        403: the key may not use this model or feature
+    │   ├── BadRequest              400/413/422: the provider rejected the request itself
+    │   ├── ModelNotFound           404: no such model (or endpoint: check the base URL)
+    │   ├── RateLimited             429: too many requests; carries ``retry_after``
+    │   ├── ProviderUnavailable     5xx, 529: overloaded or failing; worth retrying
+    │   ├── ModelTimeout            no answer in time
+    │   ├── ConnectionFailed        the server could not be reached
+    │   └── StreamInterrupted       the stream was cut off or could not be decoded
     ├── LoopError                   the agent loop stopped; carries the transcript so far
     │   ├── MaxIterationsReached    every allowed round ended in tool calls
     │   ├── TooManyToolErrors       too many rounds in a row had a failing tool call
@@ -21,6 +29,8 @@ because they are programming errors to fix before anything runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
@@ -68,10 +78,153 @@ class MiddlewareError(AgentError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelError(AgentError):
-    """The model call failed. Provider adapters subclass this with specific kinds."""
+    """The model call failed. Provider adapters return the specific kinds below."""
 
     retryable: bool = False
     """Whether the same request may succeed if sent again."""
+    provider: str = ""
+    """Which provider failed (``openai``, ``anthropic``, ...), when known."""
+    status: int | None = None
+    """The HTTP status the provider answered with, if it answered."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthenticationFailed(ModelError):
+    """The provider refused the credentials (401): set or fix the API key."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionDenied(ModelError):
+    """The credentials may not do this (403): check the key's project, model access or region."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BadRequest(ModelError):
+    """The provider rejected the request (400, 413, 422): its message says which field."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelNotFound(ModelError):
+    """The model or endpoint does not exist (404): check the model name and base URL."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimited(ModelError):
+    """Too many requests or tokens (429); wait ``retry_after`` seconds if given."""
+
+    retryable: bool = True
+    retry_after: float | None = None
+    """Seconds the provider asked to wait (from ``retry-after``), if it said."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderUnavailable(ModelError):
+    """The provider is overloaded or failing (5xx, 529); retrying later may work."""
+
+    retryable: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTimeout(ModelError):
+    """No answer within the configured timeout; raise ``model.timeout`` or retry."""
+
+    retryable: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionFailed(ModelError):
+    """The provider could not be reached: check the base URL, network and proxy."""
+
+    retryable: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamInterrupted(ModelError):
+    """The response stream ended early or held something that could not be decoded."""
+
+    retryable: bool = True
+
+
+def retry_after_seconds(
+    value: str | None, value_ms: str | None = None, *, now: datetime | None = None
+) -> float | None:
+    """Seconds to wait from ``retry-after`` (seconds or an HTTP date) or ``retry-after-ms``.
+
+    An HTTP date is measured from ``now``, which the caller passes (the core reads no clock);
+    without it a date gives ``None``.
+
+    Example:
+        >>> retry_after_seconds("2"), retry_after_seconds(None, "1500"), retry_after_seconds("x")
+        (2.0, 1.5, None)
+    """
+    if value_ms:
+        try:
+            return max(float(value_ms) / 1000, 0.0)
+        except ValueError:
+            pass
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    if now is None:
+        return None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - now).total_seconds(), 0.0)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every given secret (an API key) replaced by ``[redacted]``.
+
+    Example:
+        >>> redact("bad key sk-123", "sk-123")
+        'bad key [redacted]'
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+def error_for_status(
+    status: int,
+    message: str,
+    *,
+    provider: str,
+    retry_after: float | None = None,
+) -> ModelError:
+    """The error value for an HTTP error ``status`` from ``provider``.
+
+    Example:
+        >>> type(error_for_status(429, "slow down", provider="openai", retry_after=2.0)).__name__
+        'RateLimited'
+    """
+    text = f"{provider} answered {status}: {message}"
+    if status == 401:
+        return AuthenticationFailed(
+            message=f"{text}; check the API key (model.api_key or the provider's variable)",
+            provider=provider,
+            status=status,
+        )
+    if status == 403:
+        return PermissionDenied(message=text, provider=provider, status=status)
+    if status == 404:
+        return ModelNotFound(
+            message=f"{text}; check the model name and base URL", provider=provider, status=status
+        )
+    if status == 429:
+        return RateLimited(message=text, provider=provider, status=status, retry_after=retry_after)
+    if status == 408 or status >= 500:
+        return ProviderUnavailable(message=text, provider=provider, status=status)
+    if status in (400, 409, 413, 422) or 400 <= status < 500:
+        return BadRequest(message=text, provider=provider, status=status)
+    return ModelError(message=text, provider=provider, status=status)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,9 +34,12 @@ class ReasoningPart:
     """The model's visible reasoning (a thinking block or reasoning summary)."""
 
     text: str
-    """The reasoning text."""
+    """The reasoning text (a summary, for providers that only show one)."""
     signature: str | None = None
-    """Provider signature that must be sent back unchanged (Anthropic thinking), if any."""
+    """Opaque provider data to send back unchanged with the next request (Anthropic's
+    thinking signature, OpenAI's encrypted reasoning), if any."""
+    redacted: str | None = None
+    """Encrypted reasoning the provider withheld (Anthropic ``redacted_thinking``)."""
 
 
 @final
@@ -115,6 +118,10 @@ class Message:
     """Who the message is from."""
     parts: tuple[Part, ...]
     """The content, in order."""
+    cache: bool = False
+    """A prompt-cache breakpoint: ask the provider to cache the conversation up to and
+    including this message (Anthropic ``cache_control``; providers that cache on their own
+    ignore it). A ``model_call`` middleware sets it with ``dataclasses.replace``."""
 
     @classmethod
     def system(cls, text: str) -> Message:

@@ -88,6 +88,10 @@ class ModelRequest:
     """How the model may use the tools."""
     settings: ModelSettings = ModelSettings()
     """Sampling settings."""
+    cache_instructions: bool = False
+    """Ask the provider to cache the system prompt (a prompt-cache breakpoint after it)."""
+    cache_tools: bool = False
+    """Ask the provider to cache the tool definitions."""
 
 
 FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "error"]
