@@ -7,6 +7,7 @@ sets ``model.kind``), later sources winning.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import tomllib
@@ -41,8 +42,53 @@ class _ModelConfig(BaseModel):
     name: str = "test"
     base_url: str | None = None
     api_key: str | None = Field(default=None, repr=False)
-    timeout: float = 60.0
-    max_retries: int = 2
+    timeout: Annotated[float, Field(gt=0)] = 60.0
+    max_retries: Annotated[int, Field(ge=0)] = 2
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
+    sdk_tracing: bool = False
+    options: dict[str, Any] = {}
+
+
+MODEL_KINDS: dict[str, str] = {
+    "openai": "fncore_openai:chat_model_from_config",
+    "openai-responses": "fncore_openai:responses_model_from_config",
+    "anthropic": "fncore_anthropic:from_config",
+}
+"""Provider kinds beyond ``test``: where each one's ``from_config(model_section)`` lives.
+
+Adapters are imported only when their kind is selected, so an unused provider's SDK need
+not be installed.
+"""
+
+
+def _provider_models(section: Any) -> dict[str, providers.Provider[Model]]:
+    return {kind: providers.Singleton(_provider_model, kind, section) for kind in MODEL_KINDS}
+
+
+_EXTRAS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+
+
+def _provider_model(kind: str, section: Mapping[str, Any]) -> Model:
+    """Build the ``kind`` model from the ``model`` configuration section.
+
+    Raises:
+        ConfigError: if the adapter or its SDK is not installed, or the section is incomplete
+            (a missing API key, say).
+    """
+    module_name, _, attribute = MODEL_KINDS[kind].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        msg = (
+            f"model kind {kind!r} needs the {_EXTRAS[kind]} SDK: "
+            f"pip install 'fncore[{_EXTRAS[kind]}]' ({exc})"
+        )
+        raise ConfigError(msg) from None
+    factory: Callable[[Mapping[str, Any]], Model] = getattr(module, attribute)
+    try:
+        return factory(section)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class _LoopConfig(BaseModel):
@@ -70,6 +116,7 @@ class _PluginConfig(BaseModel):
 class _Config(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: _ModelConfig = _ModelConfig()
+    models: dict[str, dict[str, Any]] = {}
     loop: _LoopConfig = _LoopConfig()
     agent: _AgentConfig = _AgentConfig()
     plugins: _PluginConfig = _PluginConfig()
@@ -177,6 +224,7 @@ class Container(containers.DeclarativeContainer, metaclass=_ContainerMeta):
     model: providers.Selector[Model] = providers.Selector(
         config.model.kind,
         test=providers.Singleton(TestModel, name=config.model.name),
+        **_provider_models(config.model),
     )
     """The model, selected by ``model.kind``."""
 
@@ -265,6 +313,26 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+def _with_preset(raw: dict[str, Any]) -> dict[str, Any]:
+    presets = raw.get("models")
+    if presets is None:
+        return raw
+    if not isinstance(presets, Mapping):
+        msg = "config key 'models': must be a table of presets by model kind"
+        raise ConfigError(msg)
+    model = raw.get("model") or {}
+    if not isinstance(model, Mapping):
+        return raw  # validate_config reports the wrong type
+    kind = model.get("kind", DEFAULTS["model"]["kind"])
+    preset = presets.get(kind) if isinstance(kind, str) else None
+    if preset is None:
+        return raw
+    if not isinstance(preset, Mapping):
+        msg = f"config key 'models.{kind}': must be a table of model keys"
+        raise ConfigError(msg)
+    return {**raw, "model": {**preset, **model}}
+
+
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,
@@ -275,7 +343,10 @@ def load_container(
 ) -> Container:
     """Make a container from the embedded defaults, a file, the environment and overrides.
 
-    Later sources win: defaults < file < environment < ``overrides``.
+    Later sources win: defaults < file < environment < ``overrides``. A ``models`` table
+    holds per-kind presets (``[models.anthropic] name = "..."``): the preset of the selected
+    ``model.kind`` fills in every ``model`` key that no source set, so one file serves every
+    provider and switching is one key, ``--provider`` or ``FNCORE_MODEL__KIND``.
 
     Raises:
         ConfigError: for an unreadable file, a wrong key or value, or an unknown model kind.
@@ -285,13 +356,14 @@ def load_container(
         >>> c.loop_settings().max_iterations
         5
     """
-    raw: dict[str, Any] = dict(DEFAULTS)
+    raw: dict[str, Any] = {}
     if path is not None:
         raw = _merge(raw, read_config_file(path))
     raw = _merge(raw, _from_environ(os.environ if environ is None else environ, env_prefix))
     if overrides:
         raw = _merge(raw, overrides)
-    config = validate_config(raw)
+    raw = _with_preset(raw)
+    config = validate_config(_merge(DEFAULTS, raw))
     target = container if container is not None else Container()
     kinds = sorted(target.model.providers)
     kind = config["model"]["kind"]

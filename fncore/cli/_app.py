@@ -61,6 +61,12 @@ def _add_shared(parser: argparse.ArgumentParser, *, top: bool) -> None:
         default=default,
         help="the model name (configuration model.name)",
     )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        default=default,
+        help="the provider's base URL, e.g. an OpenAI-compatible server (model.base_url)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{exc} (see '{PROG} --help')", EXIT_USAGE)
     except SystemExit as exc:  # --help and --version exit through argparse
         return exc.code if isinstance(exc.code, int) else EXIT_OK
-    settings = overrides(args.provider, args.model)
+    settings = overrides(args.provider, args.model, args.base_url)
     try:
         if args.command == "run":
             run_command(args.prompt, config=args.config, settings=settings, stream=args.stream)

@@ -32,8 +32,10 @@ def to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def overrides(provider: str | None, model: str | None) -> dict[str, Any]:
-    """Configuration overrides from ``--provider`` and ``--model``.
+def overrides(
+    provider: str | None, model: str | None, base_url: str | None = None
+) -> dict[str, Any]:
+    """Configuration overrides from ``--provider``, ``--model`` and ``--base-url``.
 
     Example:
         >>> overrides("test", None)
@@ -44,6 +46,8 @@ def overrides(provider: str | None, model: str | None) -> dict[str, Any]:
         chosen["kind"] = provider
     if model is not None:
         chosen["name"] = model
+    if base_url is not None:
+        chosen["base_url"] = base_url
     return {"model": chosen} if chosen else {}
 
 

@@ -174,7 +174,7 @@ def test_unknown_provider_lists_valid_kinds(capsys: pytest.CaptureFixture[str]) 
     assert out == ""
     line = _one_error_line(err)
     assert "'nope'" in line
-    assert "use one of: test" in line
+    assert "use one of: anthropic, openai, openai-responses, test" in line
 
 
 def test_missing_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -301,4 +301,4 @@ def test_subprocess_module_errors_are_one_line() -> None:
     )
     assert done.returncode == 1
     assert done.stdout == ""
-    assert "use one of: test" in _one_error_line(done.stderr)
+    assert "use one of: anthropic, openai, openai-responses, test" in _one_error_line(done.stderr)

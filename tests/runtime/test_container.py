@@ -519,3 +519,50 @@ async def test_provider_marker_injects_the_provider_itself() -> None:
     await agent.run("b")
     assert Foo.built == 2
     assert made[0] is not made[1]
+
+
+PRESETS = """
+[model]
+kind = "test"
+
+[models.test]
+name = "offline"
+
+[models.openai]
+name = "gpt-4.1-mini"
+timeout = 30
+
+[models.anthropic]
+name = "claude-sonnet-4-5"
+max_tokens = 2048
+"""
+
+
+def test_preset_of_the_selected_kind_fills_the_model_section(tmp_path: Path) -> None:
+    """`models.<kind>` fills in the model keys of the selected kind only."""
+    path = tmp_path / "fncore.toml"
+    path.write_text(PRESETS)
+    c = load_container(path, environ={})
+    assert (c.config.model.kind(), c.config.model.name()) == ("test", "offline")
+    c = load_container(path, environ={"FNCORE_MODEL__KIND": "anthropic"})
+    assert c.config.model.name() == "claude-sonnet-4-5"
+    assert c.config.model.max_tokens() == 2048
+    assert c.config.model.timeout() == 60.0
+
+
+def test_explicit_model_keys_win_over_the_preset(tmp_path: Path) -> None:
+    """A model key set by any source beats the preset's value for it."""
+    path = tmp_path / "fncore.toml"
+    path.write_text(PRESETS)
+    c = load_container(
+        path,
+        environ={"FNCORE_MODEL__KIND": "openai"},
+        overrides={"model": {"name": "gpt-5"}},
+    )
+    assert (c.config.model.name(), c.config.model.timeout()) == ("gpt-5", 30.0)
+
+
+def test_a_preset_that_is_not_a_table_is_a_config_error() -> None:
+    """`models.test = 3` is reported as a one-line ConfigError naming the key."""
+    with pytest.raises(ConfigError, match=r"models\.test"):
+        load_container(overrides={"models": {"test": 3}}, environ={})
