@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -44,6 +45,15 @@ class Recorded:
 def sse(*events: tuple[str | None, Any], cut_after: int | None = None) -> Reply:
     """A streamed reply of ``events``."""
     return Reply(events=list(events), cut_after=cut_after)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Ignores clients that hang up early (tests that stop reading a stream do)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class FakeProvider:
@@ -117,9 +127,11 @@ class FakeProvider:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:

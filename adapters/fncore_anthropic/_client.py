@@ -1,0 +1,98 @@
+"""Building the ``AsyncAnthropic`` client, from arguments or the container's config section."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from anthropic import AsyncAnthropic
+
+if TYPE_CHECKING:
+    from fncore_anthropic._model import AnthropicModel
+
+API_KEY_VARIABLE = "ANTHROPIC_API_KEY"
+"""The environment variable holding the API key when the config gives none."""
+
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` for requests whose settings give none; the Messages API requires one."""
+
+
+def make_client(
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    max_retries: int,
+    sdk_tracing: bool,
+) -> AsyncAnthropic:
+    """The SDK client for these options.
+
+    Args:
+        api_key: The key; ``None`` lets the SDK find one (``ANTHROPIC_API_KEY``, ...).
+        base_url: The server, without ``/v1``; ``None`` for the SDK's default.
+        timeout: Seconds per HTTP request.
+        max_retries: The SDK's transport retries (it honours ``retry-after``).
+        sdk_tracing: Keep the SDK's own OpenTelemetry span per call. ``False`` passes
+            ``open_telemetry=False``, which turns off its spans and with them its
+            ``traceparent`` header; the adapter then propagates the caller's trace context
+            itself, so fncore's middleware owns the spans and none are duplicated.
+    """
+    if sdk_tracing:
+        return AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+    return AsyncAnthropic(
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+        open_telemetry=False,
+    )
+
+
+def from_config(config: Mapping[str, Any]) -> AnthropicModel:
+    """The model the container's ``model`` config section describes.
+
+    Keys: ``name`` (the model), ``api_key`` (``None``: ``ANTHROPIC_API_KEY``), ``base_url``
+    (without ``/v1``), ``timeout``, ``max_retries``, ``max_tokens`` (the default
+    ``max_tokens``) and ``sdk_tracing``; ``options`` must be empty (the model has no other
+    options); others (``kind``, ...) are ignored.
+
+    Raises:
+        ValueError: when neither ``api_key`` nor ``ANTHROPIC_API_KEY`` gives a key, or the
+            section names no model.
+
+    Example:
+        >>> m = from_config({"kind": "anthropic", "name": "claude-x", "api_key": "sk-ant-1"})
+        >>> m.name
+        'claude-x'
+    """
+    from fncore_anthropic._model import AnthropicModel
+
+    name = config.get("name")
+    if not isinstance(name, str) or not name:
+        msg = "model.name must name the Anthropic model, e.g. claude-sonnet-4-5"
+        raise ValueError(msg)
+    api_key = config.get("api_key") or os.environ.get(API_KEY_VARIABLE)
+    if not api_key:
+        msg = f"no Anthropic API key: set {API_KEY_VARIABLE} or model.api_key in the config"
+        raise ValueError(msg)
+    options = config.get("options") or {}
+    if options:
+        msg = (
+            f"model.options {sorted(options)} are not options of the anthropic model; "
+            "use model.max_tokens, model.sdk_tracing and the other model keys"
+        )
+        raise ValueError(msg)
+    timeout = config.get("timeout")
+    max_retries = config.get("max_retries")
+    return AnthropicModel(
+        name,
+        api_key=str(api_key),
+        base_url=config.get("base_url") or None,
+        timeout=60.0 if timeout is None else float(timeout),
+        max_retries=2 if max_retries is None else int(max_retries),
+        default_max_tokens=int(config.get("max_tokens") or DEFAULT_MAX_TOKENS),
+        sdk_tracing=bool(config.get("sdk_tracing", False)),
+    )

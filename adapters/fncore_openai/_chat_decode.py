@@ -1,0 +1,212 @@
+"""Decoding Chat Completions answers: whole completions and streamed chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from pydantic import BaseModel
+
+from fncore.core import (
+    FinishReason,
+    Message,
+    ModelResponse,
+    Part,
+    ReasoningDelta,
+    ReasoningPart,
+    StreamDelta,
+    TextDelta,
+    TextPart,
+    ToolCallArgsDelta,
+    ToolCallPart,
+    ToolCallStarted,
+    Usage,
+    UsageReported,
+)
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def chat_usage(usage: CompletionUsage | None) -> Usage:
+    """The fncore `Usage` of Chat Completions usage (one request, even when ``None``)."""
+    if usage is None:
+        return Usage(requests=1)
+    prompt = usage.prompt_tokens_details
+    completion = usage.completion_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=(prompt.cached_tokens or 0) if prompt else 0,
+        cache_write_tokens=(prompt.cache_write_tokens or 0) if prompt else 0,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+        requests=1,
+    )
+
+
+def finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
+    """The fncore finish reason; tool calls win over ``stop`` (some servers say ``stop``)."""
+    reason = _FINISH.get(raw or "", "stop")
+    if has_calls and reason == "stop":
+        return "tool_calls"
+    return reason
+
+
+def reasoning_of(obj: BaseModel | None) -> str:
+    """The reasoning text compatible servers add (``reasoning_content``, ``reasoning``)."""
+    extra = (obj.model_extra if obj is not None else None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def decode_completion(completion: ChatCompletion, fallback_name: str) -> ModelResponse:
+    """The `ModelResponse` for a whole completion.
+
+    Raises:
+        ValueError: if the completion holds no choice.
+    """
+    if not completion.choices:
+        msg = "the completion holds no choices"
+        raise ValueError(msg)
+    choice = completion.choices[0]
+    message = choice.message
+    parts: list[Part] = []
+    reasoning = reasoning_of(message)
+    if reasoning:
+        parts.append(ReasoningPart(reasoning))
+    text = (message.content or "") + (message.refusal or "")
+    if text:
+        parts.append(TextPart(text))
+    for call in message.tool_calls or ():
+        function = getattr(call, "function", None)
+        if function is not None:
+            parts.append(ToolCallPart(call.id, function.name, function.arguments or "{}"))
+    calls = any(type(p) is ToolCallPart for p in parts)
+    return ModelResponse(
+        Message("assistant", tuple(parts)),
+        chat_usage(completion.usage),
+        finish_reason(choice.finish_reason, calls),
+        completion.model or fallback_name,
+    )
+
+
+@dataclass(slots=True)
+class _Call:
+    """A tool call being streamed: started once its id and name are known."""
+
+    id: str = ""
+    name: str = ""
+    args: list[str] = field(default_factory=list)
+    started: bool = False
+    sent: int = 0
+    """How many argument fragments went out as deltas."""
+
+
+class ChatStreamDecoder:
+    """Turns chunks into deltas and, at the end, the same response as a whole completion."""
+
+    __slots__ = ("_calls", "_finish", "_model", "_order", "_reasoning", "_text", "_usage")
+
+    def __init__(self, fallback_name: str) -> None:
+        self._model = fallback_name
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, _Call] = {}
+        self._order: list[_Call] = []
+        self._usage: CompletionUsage | None = None
+        self._finish: str | None = None
+
+    def feed(self, chunk: object) -> list[StreamDelta]:
+        """The deltas one chunk carries.
+
+        Raises:
+            TypeError: if the chunk is not a chat completion chunk.
+        """
+        if not isinstance(chunk, ChatCompletionChunk):
+            msg = f"expected a chat.completion.chunk, got {type(chunk).__name__}"
+            raise TypeError(msg)
+        if chunk.model:
+            self._model = chunk.model
+        out: list[StreamDelta] = []
+        for choice in chunk.choices[:1] if chunk.choices else ():
+            delta = choice.delta
+            reasoning = reasoning_of(delta)
+            if reasoning:
+                self._reasoning.append(reasoning)
+                out.append(ReasoningDelta(reasoning))
+            text = (delta.content or "") + (delta.refusal or "")
+            if text:
+                self._text.append(text)
+                out.append(TextDelta(text))
+            for call in delta.tool_calls or ():
+                self._call_delta(call.index, call.id, call.function, out)
+            if choice.finish_reason:
+                self._finish = choice.finish_reason
+        if chunk.usage is not None:
+            self._usage = chunk.usage
+            out.append(UsageReported(chat_usage(chunk.usage)))
+        return out
+
+    def _call_delta(
+        self, index: int, call_id: str | None, function: object, out: list[StreamDelta]
+    ) -> None:
+        slot = self._calls.get(index)
+        if slot is None or (call_id and slot.id and call_id != slot.id):
+            slot = self._calls[index] = _Call()
+            self._order.append(slot)
+        if call_id:
+            slot.id = call_id
+        name = getattr(function, "name", None)
+        if name:
+            slot.name = name
+        fragment = getattr(function, "arguments", None)
+        if fragment:
+            slot.args.append(fragment)
+        if not slot.started and slot.id and slot.name:
+            slot.started = True
+            out.append(ToolCallStarted(slot.id, slot.name))
+        if slot.started:
+            self._flush(slot, out)
+
+    @staticmethod
+    def _flush(slot: _Call, out: list[StreamDelta]) -> None:
+        for fragment in slot.args[slot.sent :]:
+            out.append(ToolCallArgsDelta(slot.id, fragment))
+        slot.sent = len(slot.args)
+
+    @property
+    def finished(self) -> bool:
+        """Whether a chunk carried a finish reason."""
+        return self._finish is not None
+
+    def finish(self) -> tuple[list[StreamDelta], ModelResponse]:
+        """Deltas for calls never started (no id sent), and the final response."""
+        out: list[StreamDelta] = []
+        parts: list[Part] = []
+        if self._reasoning:
+            parts.append(ReasoningPart("".join(self._reasoning)))
+        if self._text:
+            parts.append(TextPart("".join(self._text)))
+        for n, slot in enumerate(self._order):
+            if not slot.started:
+                slot.id = slot.id or f"call_{n}"
+                slot.started = True
+                out.append(ToolCallStarted(slot.id, slot.name))
+                self._flush(slot, out)
+            parts.append(ToolCallPart(slot.id, slot.name, "".join(slot.args) or "{}"))
+        response = ModelResponse(
+            Message("assistant", tuple(parts)),
+            chat_usage(self._usage),
+            finish_reason(self._finish, bool(self._order)),
+            self._model,
+        )
+        return out, response

@@ -1,0 +1,153 @@
+"""`OpenAIChatModel`: fncore's `Model` over the Chat Completions API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from returns.result import Failure, Result, Success
+
+from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
+from fncore_openai._chat_decode import ChatStreamDecoder, decode_completion
+from fncore_openai._chat_request import MaxTokensParam, SystemRole, chat_arguments
+from fncore_openai._client import build_client, client_secret
+from fncore_openai._errors import NotExpressible, bad_request, interrupted, map_exception
+
+
+class OpenAIChatModel:
+    """A chat model behind the OpenAI Chat Completions API (``/v1/chat/completions``).
+
+    Works with OpenAI and with OpenAI-compatible servers (vLLM, Ollama, LM Studio, ...)
+    through ``base_url``. Failures come back as `ModelError` values, never as exceptions.
+
+    Example:
+        >>> model = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test")
+        >>> model.name
+        'gpt-4.1-mini'
+    """
+
+    __slots__ = ("_client", "_max_tokens", "_max_tokens_param", "_model", "_secret", "_system_role")
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        system_role: SystemRole = "system",
+        max_tokens_param: MaxTokensParam = "max_completion_tokens",
+        max_tokens: int | None = None,
+    ) -> None:
+        """Create the model; without ``client``, build one from the other arguments.
+
+        Args:
+            model: The model name the server knows (``gpt-4.1``, ``llama3.1:8b``).
+            client: An ``AsyncOpenAI`` client to use as it is (the next four arguments are
+                then ignored).
+            api_key: The API key; ``None`` reads ``OPENAI_API_KEY``.
+            base_url: The API root, ending in ``/v1``; ``None`` means OpenAI.
+            timeout: Seconds to wait for an answer.
+            max_retries: The SDK's own retries of failed connections, 408, 409, 429 and 5xx
+                answers (it honours ``retry-after``).
+            system_role: The role that carries the instructions and system messages
+                (``developer`` for OpenAI's reasoning models).
+            max_tokens_param: The argument that carries the token cap; ``max_tokens`` for
+                compatible servers that do not know ``max_completion_tokens``.
+            max_tokens: The token cap when a request's settings give none.
+
+        Raises:
+            ValueError: if no client is given and no API key is given or set.
+        """
+        self._model = model
+        self._client = client or build_client(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+        self._secret = client_secret(self._client)
+        self._system_role: SystemRole = system_role
+        self._max_tokens_param: MaxTokensParam = max_tokens_param
+        self._max_tokens = max_tokens
+
+    @property
+    def name(self) -> str:
+        """The model name requests are sent with."""
+        return self._model
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        """The SDK client in use."""
+        return self._client
+
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+        return chat_arguments(
+            request,
+            model=self._model,
+            system_role=self._system_role,
+            max_tokens_param=self._max_tokens_param,
+            default_max_tokens=self._max_tokens,
+            create=self._client.chat.completions.create,
+        )
+
+    def _error(self, exc: Exception, *, in_stream: bool = False) -> ModelError:
+        timeout = self._client.timeout
+        return map_exception(
+            exc,
+            api_key=self._secret,
+            base_url=str(self._client.base_url),
+            timeout=timeout if isinstance(timeout, int | float) else None,
+            in_stream=in_stream,
+        )
+
+    async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
+        """Send ``request`` and return the whole response, or the error."""
+        try:
+            kwargs = self._arguments(request)
+        except NotExpressible as exc:
+            return Failure(bad_request(str(exc), self._secret))
+        except Exception as exc:
+            return Failure(self._error(exc))
+        try:
+            completion: ChatCompletion = await self._client.chat.completions.create(**kwargs)
+            return Success(decode_completion(completion, self._model))
+        except Exception as exc:
+            return Failure(self._error(exc))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        """Send ``request`` streamed: yield deltas, then the response (or an error)."""
+        try:
+            kwargs = self._arguments(request)
+        except NotExpressible as exc:
+            yield bad_request(str(exc), self._secret)
+            return
+        except Exception as exc:
+            yield self._error(exc)
+            return
+        kwargs["stream_options"] = {"include_usage": True, **kwargs.get("stream_options", {})}
+        try:
+            chunks: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(
+                stream=True, **kwargs
+            )
+        except Exception as exc:
+            yield self._error(exc)
+            return
+        decoder = ChatStreamDecoder(self._model)
+        try:
+            async for chunk in chunks:
+                for delta in decoder.feed(chunk):
+                    yield delta
+        except Exception as exc:
+            yield self._error(exc, in_stream=True)
+            return
+        finally:
+            await chunks.close()
+        if not decoder.finished:
+            yield interrupted("the stream ended without a finish reason", self._secret)
+            return
+        deltas, response = decoder.finish()
+        for delta in deltas:
+            yield delta
+        yield response

@@ -1,0 +1,148 @@
+"""`OpenAIResponsesModel`: fncore's `Model` over the Responses API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.responses import Response, ResponseStreamEvent
+from returns.result import Failure, Result, Success
+
+from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
+from fncore_openai._client import build_client, client_secret
+from fncore_openai._errors import NotExpressible, bad_request, interrupted, map_exception
+from fncore_openai._responses_decode import ResponsesStreamDecoder, decode_response
+from fncore_openai._responses_request import responses_arguments
+
+
+class OpenAIResponsesModel:
+    """A model behind the OpenAI Responses API (``/v1/responses``).
+
+    Stateless by default (``store=False``): every request carries the whole conversation,
+    and reasoning comes back encrypted (``include=["reasoning.encrypted_content"]``) in
+    `ReasoningPart.signature`, to be sent back with the next request.
+
+    Example:
+        >>> model = OpenAIResponsesModel("o4-mini", api_key="sk-test")
+        >>> model.name
+        'o4-mini'
+    """
+
+    __slots__ = ("_client", "_max_tokens", "_model", "_secret", "_store")
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        store: bool = False,
+        max_tokens: int | None = None,
+    ) -> None:
+        """Create the model; without ``client``, build one from the other arguments.
+
+        Args:
+            model: The model name (``gpt-4.1``, ``o4-mini``).
+            client: An ``AsyncOpenAI`` client to use as it is (the next four arguments are
+                then ignored).
+            api_key: The API key; ``None`` reads ``OPENAI_API_KEY``.
+            base_url: The API root, ending in ``/v1``; ``None`` means OpenAI.
+            timeout: Seconds to wait for an answer.
+            max_retries: The SDK's own retries of failed connections, 408, 409, 429 and 5xx
+                answers (it honours ``retry-after``).
+            store: Whether OpenAI keeps the responses (``store``); the conversation is sent
+                whole either way.
+            max_tokens: The token cap (``max_output_tokens``) when a request's settings
+                give none.
+
+        Raises:
+            ValueError: if no client is given and no API key is given or set.
+        """
+        self._model = model
+        self._client = client or build_client(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+        self._secret = client_secret(self._client)
+        self._store = store
+        self._max_tokens = max_tokens
+
+    @property
+    def name(self) -> str:
+        """The model name requests are sent with."""
+        return self._model
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        """The SDK client in use."""
+        return self._client
+
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+        return responses_arguments(
+            request,
+            model=self._model,
+            store=self._store,
+            default_max_tokens=self._max_tokens,
+            create=self._client.responses.create,
+        )
+
+    def _error(self, exc: Exception, *, in_stream: bool = False) -> ModelError:
+        timeout = self._client.timeout
+        return map_exception(
+            exc,
+            api_key=self._secret,
+            base_url=str(self._client.base_url),
+            timeout=timeout if isinstance(timeout, int | float) else None,
+            in_stream=in_stream,
+        )
+
+    async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
+        """Send ``request`` and return the whole response, or the error."""
+        try:
+            kwargs = self._arguments(request)
+        except NotExpressible as exc:
+            return Failure(bad_request(str(exc), self._secret))
+        except Exception as exc:
+            return Failure(self._error(exc))
+        try:
+            response: Response = await self._client.responses.create(**kwargs)
+            result = decode_response(response, self._model, self._secret)
+        except Exception as exc:
+            return Failure(self._error(exc))
+        return Failure(result) if isinstance(result, ModelError) else Success(result)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        """Send ``request`` streamed: yield deltas, then the response (or an error)."""
+        try:
+            kwargs = self._arguments(request)
+        except NotExpressible as exc:
+            yield bad_request(str(exc), self._secret)
+            return
+        except Exception as exc:
+            yield self._error(exc)
+            return
+        try:
+            events: AsyncStream[ResponseStreamEvent] = await self._client.responses.create(
+                stream=True, **kwargs
+            )
+        except Exception as exc:
+            yield self._error(exc)
+            return
+        decoder = ResponsesStreamDecoder(self._model, self._secret)
+        try:
+            async for event in events:
+                if decoder.result is None:  # anything after the terminal event is ignored
+                    for delta in decoder.feed(event):
+                        yield delta
+        except Exception as exc:
+            yield self._error(exc, in_stream=True)
+            return
+        finally:
+            await events.close()
+        if decoder.result is None:
+            yield interrupted("the stream ended before response.completed", self._secret)
+            return
+        yield decoder.result
