@@ -28,7 +28,15 @@ class OpenAIChatModel:
         'gpt-4.1-mini'
     """
 
-    __slots__ = ("_client", "_max_tokens", "_max_tokens_param", "_model", "_secret", "_system_role")
+    __slots__ = (
+        "_client",
+        "_max_tokens",
+        "_max_tokens_param",
+        "_model",
+        "_owns_client",
+        "_secret",
+        "_system_role",
+    )
 
     def __init__(
         self,
@@ -64,6 +72,7 @@ class OpenAIChatModel:
             ValueError: if no client is given and no API key is given or set.
         """
         self._model = model
+        self._owns_client = client is None
         self._client = client or build_client(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
@@ -71,6 +80,11 @@ class OpenAIChatModel:
         self._system_role: SystemRole = system_role
         self._max_tokens_param: MaxTokensParam = max_tokens_param
         self._max_tokens = max_tokens
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the client the model built (a given one is left open)."""
+        if self._owns_client:
+            await self._client.close()
 
     @property
     def name(self) -> str:

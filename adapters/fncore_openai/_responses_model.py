@@ -29,7 +29,7 @@ class OpenAIResponsesModel:
         'o4-mini'
     """
 
-    __slots__ = ("_client", "_max_tokens", "_model", "_secret", "_store")
+    __slots__ = ("_client", "_max_tokens", "_model", "_owns_client", "_secret", "_store")
 
     def __init__(
         self,
@@ -63,12 +63,18 @@ class OpenAIResponsesModel:
             ValueError: if no client is given and no API key is given or set.
         """
         self._model = model
+        self._owns_client = client is None
         self._client = client or build_client(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
         self._secret = client_secret(self._client)
         self._store = store
         self._max_tokens = max_tokens
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the client the model built (a given one is left open)."""
+        if self._owns_client:
+            await self._client.close()
 
     @property
     def name(self) -> str:

@@ -122,7 +122,14 @@ def run_command(
     """
     agent = example_agent(config, settings)
     action = stream_prompt if stream else run_prompt
-    asyncio.run(action(agent, prompt, sys.stdout))
+
+    async def run_then_close() -> None:
+        try:
+            await action(agent, prompt, sys.stdout)
+        finally:
+            await agent.aclose()
+
+    asyncio.run(run_then_close())
 
 
 def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:

@@ -163,6 +163,17 @@ class Agent:
         """Every tool the agent can run, by name."""
         return self._engine.tools
 
+    async def aclose(self) -> None:
+        """Release the model's connections, if it holds any (it has an ``aclose``).
+
+        Provider models keep an HTTP connection pool open for the agent's lifetime; call
+        this (or ``await model.aclose()``) when the agent is done, e.g. before the event
+        loop closes. Offline models hold nothing and need no closing.
+        """
+        close = getattr(self._engine.model, "aclose", None)
+        if close is not None:
+            await close()
+
     def describe(self) -> StackDescription:
         """The built stack: each position's middleware, outermost first; ``str()`` it."""
         return self._description

@@ -24,6 +24,7 @@ KEYS = (
 
 
 def test_quick_run_prints_every_figure_as_json() -> None:
+    """bench/overhead.py --quick --json prints every figure as a positive number."""
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--json", "--concurrency", "200"],
         capture_output=True,
@@ -44,3 +45,24 @@ def test_quick_run_prints_every_figure_as_json() -> None:
     table = "\n".join(lines[:-1])
     assert "base_ratio" in table
     assert "layer_ratio" in table
+
+
+ADAPTERS = SCRIPT.with_name("adapters.py")
+
+
+def test_adapter_bench_reports_every_provider() -> None:
+    """bench/adapters.py --quick --json gives positive figures for each provider."""
+    done = subprocess.run(
+        [sys.executable, str(ADAPTERS), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(figures) == {"openai chat", "openai responses", "anthropic"}
+    for provider in figures.values():
+        for key in ("sdk_response_us", "ours_response_us", "sdk_chunk_us", "ours_chunk_us"):
+            assert math.isfinite(provider[key])
+            assert provider[key] > 0
