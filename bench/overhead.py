@@ -63,6 +63,7 @@ from fncore import (
     ToolResult,
 )
 from fncore.core import ModelStreamItem
+from fncore.core._fold import Handler, fold_onion
 
 PROMPT = "What is 1 + 2?"
 """The user message of every run."""
@@ -327,6 +328,29 @@ def closure_chain(depth: int) -> Closure:
     return handler
 
 
+def fold_chain(depth: int) -> Closure:
+    """``depth`` pass-through middleware folded by fncore's own fold, around the same leaf.
+
+    This is the layer mechanism alone (the per-layer guard and the user's function), in the
+    same tight loop as `closure_chain`, without the rest of a run around it.
+
+    Args:
+        depth: Middleware in the fold.
+
+    Returns:
+        The folded handler.
+    """
+
+    async def passthrough(ctx: object, call_next: Handler[object, object]) -> Outcome[object]:
+        return await call_next(ctx)
+
+    async def leaf(x: object) -> Outcome[object]:
+        return Success(x)
+
+    folded: Closure = fold_onion("run", [(f"m{i}", passthrough) for i in range(depth)], leaf)
+    return folded
+
+
 # -- measurement ---------------------------------------------------------------------------
 
 
@@ -452,6 +476,8 @@ async def measure(options: Options) -> dict[str, Any]:
         Workload("floor", floor_run, PROMPT),
         Workload("closure", closure_chain(DEPTH), None),
         Workload("leaf", closure_chain(0), None),
+        Workload("fold", fold_chain(DEPTH), None),
+        Workload("fold_leaf", fold_chain(0), None),
     ]
     for work in works:
         await _calibrate(work, options.seconds)
@@ -483,6 +509,7 @@ async def measure(options: Options) -> dict[str, Any]:
     low = {w.name: min(w.samples_ns) / 1000 for w in works}
     med = {w.name: statistics.median(w.samples_ns) / 1000 for w in works}
     closure_layer_us = (low["closure"] - low["leaf"]) / DEPTH
+    fold_layer_us = (low["fold"] - low["fold_leaf"]) / DEPTH
     extra_calls = LAYER_CALLS - ONE_LAYER_CALLS
     per_layer_us = (low["mw"] - low["mw1"]) / extra_calls
     average_layer_us = (low["mw"] - low["base"]) / LAYER_CALLS
@@ -497,6 +524,8 @@ async def measure(options: Options) -> dict[str, Any]:
         "mw_us": low["mw"],
         "mw1_us": low["mw1"],
         "average_layer_us": average_layer_us,
+        "fold_layer_us": fold_layer_us,
+        "fold_layer_ratio": fold_layer_us / closure_layer_us,
         "average_layer_ratio": average_layer_us / closure_layer_us,
         "positions_switch_on_us": switch_on_us,
         "floor_us": low["floor"],
@@ -573,6 +602,9 @@ def report(figures: dict[str, Any]) -> str:
         f"{LAYER_CALLS - ONE_LAYER_CALLS} extra calls)",
         f"  switching the 3 positions on {f['positions_switch_on_us'] * 1000:8.1f} ns per run"
         "   (contexts and innermost adapters, paid once per position call)",
+        f"  fold layer alone             {f['fold_layer_us'] * 1000:8.1f} ns"
+        f"   (the guard + the middleware, in the closures' tight loop: "
+        f"{f['fold_layer_ratio']:.2f} closure layers)",
         f"  average over all 40 calls    {f['average_layer_us'] * 1000:8.1f} ns"
         f"   (({f['mw_us']:.2f} - {f['base_us']:.2f}) us / {f['layer_calls_per_run']} calls; "
         f"{f['average_layer_ratio']:.2f} closure layers)",
