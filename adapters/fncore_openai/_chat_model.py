@@ -10,13 +10,13 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from returns.result import Failure, Result, Success
 
 from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
+from fncore_openai._base import OpenAIModelBase
 from fncore_openai._chat_decode import ChatStreamDecoder, decode_completion
 from fncore_openai._chat_request import MaxTokensParam, SystemRole, chat_arguments
-from fncore_openai._client import build_client, client_secret
-from fncore_openai._errors import NotExpressible, bad_request, interrupted, map_exception
+from fncore_openai._errors import NotExpressible, bad_request, interrupted
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(OpenAIModelBase):
     """A chat model behind the OpenAI Chat Completions API (``/v1/chat/completions``).
 
     Works with OpenAI and with OpenAI-compatible servers (vLLM, Ollama, LM Studio, ...)
@@ -28,15 +28,7 @@ class OpenAIChatModel:
         'gpt-4.1-mini'
     """
 
-    __slots__ = (
-        "_client",
-        "_max_tokens",
-        "_max_tokens_param",
-        "_model",
-        "_owns_client",
-        "_secret",
-        "_system_role",
-    )
+    __slots__ = ("_max_tokens", "_max_tokens_param", "_system_role")
 
     def __init__(
         self,
@@ -71,30 +63,17 @@ class OpenAIChatModel:
         Raises:
             ValueError: if no client is given and no API key is given or set.
         """
-        self._model = model
-        self._owns_client = client is None
-        self._client = client or build_client(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
         )
-        self._secret = client_secret(self._client)
         self._system_role: SystemRole = system_role
         self._max_tokens_param: MaxTokensParam = max_tokens_param
         self._max_tokens = max_tokens
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections of the client the model built (a given one is left open)."""
-        if self._owns_client:
-            await self._client.close()
-
-    @property
-    def name(self) -> str:
-        """The model name requests are sent with."""
-        return self._model
-
-    @property
-    def client(self) -> AsyncOpenAI:
-        """The SDK client in use."""
-        return self._client
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         return chat_arguments(
@@ -104,16 +83,6 @@ class OpenAIChatModel:
             max_tokens_param=self._max_tokens_param,
             default_max_tokens=self._max_tokens,
             create=self._client.chat.completions.create,
-        )
-
-    def _error(self, exc: Exception, *, in_stream: bool = False) -> ModelError:
-        timeout = self._client.timeout
-        return map_exception(
-            exc,
-            api_key=self._secret,
-            base_url=str(self._client.base_url),
-            timeout=timeout if isinstance(timeout, int | float) else None,
-            in_stream=in_stream,
         )
 
     async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:

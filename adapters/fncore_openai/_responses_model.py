@@ -10,13 +10,13 @@ from openai.types.responses import Response, ResponseStreamEvent
 from returns.result import Failure, Result, Success
 
 from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
-from fncore_openai._client import build_client, client_secret
-from fncore_openai._errors import NotExpressible, bad_request, interrupted, map_exception
+from fncore_openai._base import OpenAIModelBase
+from fncore_openai._errors import NotExpressible, bad_request, interrupted
 from fncore_openai._responses_decode import ResponsesStreamDecoder, decode_response
 from fncore_openai._responses_request import responses_arguments
 
 
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(OpenAIModelBase):
     """A model behind the OpenAI Responses API (``/v1/responses``).
 
     Stateless by default (``store=False``): every request carries the whole conversation,
@@ -29,7 +29,7 @@ class OpenAIResponsesModel:
         'o4-mini'
     """
 
-    __slots__ = ("_client", "_max_tokens", "_model", "_owns_client", "_secret", "_store")
+    __slots__ = ("_max_tokens", "_store")
 
     def __init__(
         self,
@@ -62,29 +62,16 @@ class OpenAIResponsesModel:
         Raises:
             ValueError: if no client is given and no API key is given or set.
         """
-        self._model = model
-        self._owns_client = client is None
-        self._client = client or build_client(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
         )
-        self._secret = client_secret(self._client)
         self._store = store
         self._max_tokens = max_tokens
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections of the client the model built (a given one is left open)."""
-        if self._owns_client:
-            await self._client.close()
-
-    @property
-    def name(self) -> str:
-        """The model name requests are sent with."""
-        return self._model
-
-    @property
-    def client(self) -> AsyncOpenAI:
-        """The SDK client in use."""
-        return self._client
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         return responses_arguments(
@@ -93,16 +80,6 @@ class OpenAIResponsesModel:
             store=self._store,
             default_max_tokens=self._max_tokens,
             create=self._client.responses.create,
-        )
-
-    def _error(self, exc: Exception, *, in_stream: bool = False) -> ModelError:
-        timeout = self._client.timeout
-        return map_exception(
-            exc,
-            api_key=self._secret,
-            base_url=str(self._client.base_url),
-            timeout=timeout if isinstance(timeout, int | float) else None,
-            in_stream=in_stream,
         )
 
     async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
