@@ -57,6 +57,7 @@ from fncore import (
     RunContext,
     RunNext,
     RunResult,
+    Tool,
     ToolCallContext,
     ToolCallNext,
     ToolCallPart,
@@ -91,6 +92,11 @@ def add(a: int, b: int) -> int:
         b: The second number.
     """
     return a + b
+
+
+ADD = Tool.from_function(add, inline=True)
+"""The agent's tool: ``add`` called inline, as the hand-written loop calls it (a sync tool
+otherwise runs in a worker thread, which would time the thread hop, not the framework)."""
 
 
 # -- fncore side ---------------------------------------------------------------------------
@@ -226,7 +232,9 @@ def make_agent(depth: int, *, yield_once: bool = False) -> Agent:
         The agent.
     """
     return Agent(
-        InstantModel(yield_once=yield_once), registry=middleware_registry(depth), tools=[add]
+        InstantModel(yield_once=yield_once),
+        registry=middleware_registry(depth),
+        tools=[ADD],
     )
 
 
@@ -423,7 +431,7 @@ def _check_workload() -> None:
 
     async def check() -> None:
         counter = [0]
-        agent = Agent(InstantModel(), registry=counting_registry(DEPTH, counter), tools=[add])
+        agent = Agent(InstantModel(), registry=counting_registry(DEPTH, counter), tools=[ADD])
         result = (await agent.run(PROMPT)).unwrap()
         if counter[0] != LAYER_CALLS:
             msg = f"expected {LAYER_CALLS} layer calls per run, counted {counter[0]}"

@@ -398,6 +398,7 @@ class Registry:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        inline: bool = False,
     ) -> Callable[[_Fn], _Fn]: ...
     def tool(
         self,
@@ -407,6 +408,7 @@ class Registry:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        inline: bool = False,
     ) -> Any:
         """Register a typed function as a tool offered to the model (bare or with options).
 
@@ -416,7 +418,9 @@ class Registry:
 
         def decorate(fn: _Fn) -> _Fn:
             self._tools.append(
-                Tool.from_function(fn, name=name, description=description, timeout=timeout)
+                Tool.from_function(
+                    fn, name=name, description=description, timeout=timeout, inline=inline
+                )
             )
             return fn
 

@@ -103,11 +103,12 @@ class Tool:
     JSON arguments and yields the JSON schema shown to the model. The docstring's summary
     becomes the description; a Google-style ``Args:`` section describes the parameters.
 
-    Async tools run concurrently with the round's other calls and honour timeouts. A plain
-    (sync) function runs inline on the event loop, which is the cheapest way to call a quick
-    pure function; anything that blocks (files, network, heavy CPU) belongs in an async tool
-    (``await asyncio.to_thread(...)`` inside it), or it stalls the loop and its timeout
-    cannot interrupt it.
+    Async tools run on the event loop; plain (sync) functions run in a worker thread, so a
+    blocking call (files, network, CPU) stalls nothing. Both run concurrently with the
+    round's other calls and honour timeouts (a sync function that times out is abandoned
+    to finish in its thread). ``inline=True`` calls a sync function directly on the event
+    loop instead: the cheapest way to run a quick pure function, but it blocks the loop
+    while it runs and no timeout can interrupt it.
 
     Example:
         >>> def add(a: int, b: int) -> int:
@@ -123,6 +124,7 @@ class Tool:
         "_validator",
         "args_model",
         "function",
+        "inline",
         "is_async",
         "name",
         "spec",
@@ -137,12 +139,15 @@ class Tool:
         args_model: type[BaseModel],
         description: str,
         timeout: float | None = None,
+        inline: bool = False,
     ) -> None:
         self.function = function
         self.name = name
         self.args_model = args_model
         self.timeout = timeout
         self.is_async = inspect.iscoroutinefunction(function)
+        self.inline = inline and not self.is_async
+        """Whether a sync function runs directly on the event loop (not in a thread)."""
         self._fields = tuple(args_model.model_fields)
         self._validator = args_model.__pydantic_validator__
         schema = args_model.model_json_schema()
@@ -158,8 +163,17 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        inline: bool = False,
     ) -> Tool:
         """Build a tool from ``function``; its parameters must all be annotated.
+
+        Args:
+            function: A sync or async function with annotated parameters.
+            name: The tool's name (default: the function's).
+            description: What it does, for the model (default: the docstring's summary).
+            timeout: Seconds a call may take (default: the agent's ``tool_timeout``).
+            inline: Call a sync function directly on the event loop instead of in a
+                worker thread; for quick pure functions only.
 
         Raises:
             RegistrationError: if a parameter has no annotation or is ``*args``/``**kwargs``.
@@ -196,6 +210,7 @@ class Tool:
             args_model=model,
             description=description if description is not None else summary,
             timeout=timeout,
+            inline=inline,
         )
 
     def validate(self, arguments: str) -> Result[BaseModel, str]:

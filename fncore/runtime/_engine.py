@@ -221,8 +221,14 @@ class Engine:
     async def _invoke(self, tool: Tool, args: BaseModel) -> ToolResult:
         timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
         try:
-            if tool.is_async:
-                pending = tool.function(**tool.keywords(args))
+            if tool.inline:
+                value = tool.function(**tool.keywords(args))
+            else:
+                pending = (
+                    tool.function(**tool.keywords(args))
+                    if tool.is_async
+                    else asyncio.to_thread(tool.function, **tool.keywords(args))
+                )
                 if timeout is None:
                     value = await pending  # type: ignore[misc]
                 else:
@@ -235,8 +241,6 @@ class Engine:
                             raise  # the tool's own TimeoutError: a failure like any other
                         text = f"Tool {tool.name!r} timed out after {timeout}s."
                         return ToolResult(text, is_error=True)
-            else:
-                value = tool.function(**tool.keywords(args))
         except Exception as exc:
             detail = (
                 f": {type(exc).__name__}: {exc}" if self.settings.include_detailed_errors else ""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -28,6 +30,7 @@ from fncore import (
     ToolResultPart,
     TooManyToolErrors,
     UnknownToolCalled,
+    current_metadata,
 )
 from fncore.core import unanswered_calls
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
@@ -350,6 +353,62 @@ async def test_a_tools_own_timeout_wins_over_the_settings() -> None:
     (part,) = last_tool_results(model.requests[1])
     assert part.is_error
     assert "timed out after 0.05s" in part.content
+
+
+async def test_sync_tools_run_in_worker_threads_and_overlap() -> None:
+    """Blocking sync tools run off the event loop, at the same time, seeing the run's metadata."""
+    seen: list[tuple[str, object]] = []
+    both_running = threading.Barrier(2, timeout=5)
+
+    def blocking(label: str) -> str:
+        """Wait, blocking this thread, until the other call is running too."""
+        both_running.wait()  # raises BrokenBarrierError if the calls ran one after the other
+        seen.append((threading.current_thread().name, current_metadata().get("user")))
+        return label
+
+    loop_thread = threading.current_thread().name
+    model = ScriptedModel(
+        [tool_calls(("blocking", {"label": "a"}), ("blocking", {"label": "b"})), "done"]
+    )
+    agent = Agent(model, registry=Registry(), tools=[blocking])
+    run_ok(await agent.run("go", metadata={"user": "u1"}))
+    assert [p.content for p in last_tool_results(model.requests[1])] == ["a", "b"]
+    assert [user for _, user in seen] == ["u1", "u1"]
+    assert all(name != loop_thread for name, _ in seen)
+
+
+async def test_a_sync_tool_that_overruns_its_timeout_is_abandoned() -> None:
+    """A sync tool slower than its timeout gives a timed-out result; the run goes on."""
+
+    def stuck() -> str:
+        """Block for longer than allowed."""
+        time.sleep(0.3)
+        return "late"
+
+    tool = Tool.from_function(stuck, timeout=0.05)
+    model = ScriptedModel([tool_calls(("stuck", {})), "moved on"])
+    result = run_ok(await Agent(model, registry=Registry(), tools=[tool]).run("go"))
+    (part,) = last_tool_results(model.requests[1])
+    assert part.is_error
+    assert "timed out after 0.05s" in part.content
+    assert result.output == "moved on"
+
+
+async def test_inline_sync_tools_run_on_the_event_loop_thread() -> None:
+    """inline=True calls a quick sync function directly, on the loop's own thread."""
+    threads: list[str] = []
+
+    def quick(a: int) -> int:
+        """Return ``a`` after noting the thread."""
+        threads.append(threading.current_thread().name)
+        return a
+
+    registry = Registry()
+    registry.tool(inline=True)(quick)
+    model = ScriptedModel([tool_calls(("quick", {"a": 7})), "ok"])
+    run_ok(await Agent(model, registry=registry).run("go"))
+    assert threads == [threading.current_thread().name]
+    assert last_tool_results(model.requests[1])[0].content == "7"
 
 
 # -- history pairing ---------------------------------------------------------------------------
