@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
 from fncore.core._errors import MiddlewareError, Position
 from fncore.core._outcomes import Halt, Outcome
@@ -121,8 +121,3 @@ def chain_steps(
         return Success(value)
 
     return run
-
-
-def is_result(value: object) -> bool:
-    """Whether ``value`` is a ``Success`` or ``Failure``."""
-    return isinstance(value, Result)

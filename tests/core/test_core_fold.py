@@ -5,7 +5,7 @@ import pytest
 from returns.result import Failure, Success
 
 from fncore.core import AgentError, MiddlewareError, ModelError, Outcome, Terminate
-from fncore.core._fold import chain_steps, fold_onion, is_result
+from fncore.core._fold import chain_steps, fold_onion
 
 Next = Callable[[int], Awaitable[Outcome[int]]]
 
@@ -290,11 +290,3 @@ async def test_chain_steps_exception_and_non_result_become_errors() -> None:
         assert isinstance(error, MiddlewareError)
         assert (error.middleware, error.position) == (name, "system_prompt")
         assert expect in error.message
-
-
-def test_is_result() -> None:
-    """is_result recognises Success and Failure and nothing else."""
-    assert is_result(Success(1))
-    assert is_result(Failure("x"))
-    assert not is_result(1)
-    assert not is_result(None)
