@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from typing import Any
+
 from openai import AsyncOpenAI
 
-from fncore.core import ModelError
+from fncore.core import ModelError, ModelRequest
 from fncore_openai._client import build_client, client_secret
-from fncore_openai._errors import map_exception
+from fncore_openai._errors import NotExpressible, bad_request, map_exception
 
 
-class OpenAIModelBase:
+class OpenAIModelBase(ABC):
     """The connection half of an OpenAI model; subclasses add an API's requests."""
 
     __slots__ = ("_client", "_model", "_owns_client", "_secret")
@@ -55,3 +58,16 @@ class OpenAIModelBase:
             timeout=timeout if isinstance(timeout, int | float) else None,
             in_stream=in_stream,
         )
+
+    @abstractmethod
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+        """The SDK ``create`` arguments for ``request``; raises `NotExpressible` if it can't."""
+
+    def _prepared(self, request: ModelRequest) -> dict[str, Any] | ModelError:
+        """`_arguments`, or the error value for a request that cannot be sent."""
+        try:
+            return self._arguments(request)
+        except NotExpressible as exc:
+            return bad_request(str(exc), self._secret)
+        except Exception as exc:
+            return self._error(exc)

@@ -13,7 +13,7 @@ from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
 from fncore_openai._base import OpenAIModelBase
 from fncore_openai._chat_decode import ChatStreamDecoder, decode_completion
 from fncore_openai._chat_request import MaxTokensParam, SystemRole, chat_arguments
-from fncore_openai._errors import NotExpressible, bad_request, interrupted
+from fncore_openai._errors import interrupted
 
 
 class OpenAIChatModel(OpenAIModelBase):
@@ -87,12 +87,9 @@ class OpenAIChatModel(OpenAIModelBase):
 
     async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
         """Send ``request`` and return the whole response, or the error."""
-        try:
-            kwargs = self._arguments(request)
-        except NotExpressible as exc:
-            return Failure(bad_request(str(exc), self._secret))
-        except Exception as exc:
-            return Failure(self._error(exc))
+        kwargs = self._prepared(request)
+        if isinstance(kwargs, ModelError):
+            return Failure(kwargs)
         try:
             completion: ChatCompletion = await self._client.chat.completions.create(**kwargs)
             return Success(decode_completion(completion, self._model))
@@ -101,13 +98,9 @@ class OpenAIChatModel(OpenAIModelBase):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         """Send ``request`` streamed: yield deltas, then the response (or an error)."""
-        try:
-            kwargs = self._arguments(request)
-        except NotExpressible as exc:
-            yield bad_request(str(exc), self._secret)
-            return
-        except Exception as exc:
-            yield self._error(exc)
+        kwargs = self._prepared(request)
+        if isinstance(kwargs, ModelError):
+            yield kwargs
             return
         kwargs["stream_options"] = {"include_usage": True, **kwargs.get("stream_options", {})}
         try:

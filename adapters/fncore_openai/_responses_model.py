@@ -11,7 +11,7 @@ from returns.result import Failure, Result, Success
 
 from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
 from fncore_openai._base import OpenAIModelBase
-from fncore_openai._errors import NotExpressible, bad_request, interrupted
+from fncore_openai._errors import interrupted
 from fncore_openai._responses_decode import ResponsesStreamDecoder, decode_response
 from fncore_openai._responses_request import responses_arguments
 
@@ -84,12 +84,9 @@ class OpenAIResponsesModel(OpenAIModelBase):
 
     async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
         """Send ``request`` and return the whole response, or the error."""
-        try:
-            kwargs = self._arguments(request)
-        except NotExpressible as exc:
-            return Failure(bad_request(str(exc), self._secret))
-        except Exception as exc:
-            return Failure(self._error(exc))
+        kwargs = self._prepared(request)
+        if isinstance(kwargs, ModelError):
+            return Failure(kwargs)
         try:
             response: Response = await self._client.responses.create(**kwargs)
             result = decode_response(response, self._model, self._secret)
@@ -99,13 +96,9 @@ class OpenAIResponsesModel(OpenAIModelBase):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         """Send ``request`` streamed: yield deltas, then the response (or an error)."""
-        try:
-            kwargs = self._arguments(request)
-        except NotExpressible as exc:
-            yield bad_request(str(exc), self._secret)
-            return
-        except Exception as exc:
-            yield self._error(exc)
+        kwargs = self._prepared(request)
+        if isinstance(kwargs, ModelError):
+            yield kwargs
             return
         try:
             events: AsyncStream[ResponseStreamEvent] = await self._client.responses.create(

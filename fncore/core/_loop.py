@@ -269,18 +269,26 @@ def on_tool_results(
     return after, NEXT_ROUND
 
 
+def terminated(
+    terminate: Terminate,
+    new: tuple[Message, ...] = (),
+    usage: Usage = NO_USAGE,
+    rounds: int = 0,
+) -> RunResult:
+    """The result of a run a middleware terminated: its output closes the transcript."""
+    if terminate.output:
+        new = (*new, Message.assistant(terminate.output))
+    return RunResult(terminate.output, new, usage, rounds, "terminated")
+
+
 def on_terminate(
     state: LoopState,
     terminate: Terminate,
     results: tuple[ToolResultPart, ...] = (),
 ) -> RunResult:
-    """The result of a run a middleware terminated; ``results`` close a tool round."""
-    new = state.new
-    if results:
-        new = (*new, Message("tool", results))
-    if terminate.output:
-        new = (*new, Message.assistant(terminate.output))
-    return RunResult(terminate.output, new, state.usage, state.round, "terminated")
+    """The result of a run terminated inside the loop; ``results`` close a tool round."""
+    new = (*state.new, Message("tool", results)) if results else state.new
+    return terminated(terminate, new, state.usage, state.round)
 
 
 def replace_history(state: LoopState, messages: tuple[Message, ...]) -> LoopState | Fail:

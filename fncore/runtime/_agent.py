@@ -28,7 +28,7 @@ from fncore.core import (
     ToolChoice,
     ToolFunction,
 )
-from fncore.core._loop import LoopSettings
+from fncore.core._loop import LoopSettings, terminated
 from fncore.core._registry import default_registry
 from fncore.runtime._hooks import notify
 from fncore.runtime._scope import _CURRENT
@@ -262,13 +262,7 @@ class Agent:
             if type(outcome) is Failure:
                 halt = outcome.failure()
                 if type(halt) is Terminate:
-                    outcome = Success(
-                        RunResult(
-                            halt.output,
-                            (Message.assistant(halt.output),) if halt.output else (),
-                            stop_reason="terminated",
-                        )
-                    )
+                    outcome = Success(terminated(halt))
             result: Result[RunResult, AgentError] = outcome  # type: ignore[assignment]
             if session_id is not None and type(result) is Success:
                 done = result.unwrap()

@@ -208,6 +208,7 @@ class Engine:
         request = ModelRequest(messages, prompt, specs, tool_choice, settings)
         if self._model_call is not None:
             return await self._model_call(ModelCallContext(run, request, self.model))
+        # No model_call middleware: the body of `_call_model`, inlined to save a frame.
         if run.emit is not None:
             return await _stream(self.model, request, run.emit)
         try:
@@ -309,9 +310,7 @@ class Engine:
             else:
                 results, halt = await self._many_tools(run, calls)
             if halt is not None:
-                if type(halt) is Terminate:
-                    return Success(on_terminate(state, halt, results))
-                return Failure(halt)
+                return _halted(halt, state, results)
             state, decision = on_tool_results(state, results, tool_choice, settings)
             if type(decision) is Finish:
                 return Success(decision.result)
@@ -369,9 +368,12 @@ class Engine:
         return part, halt
 
 
-def _halted(halt: Terminate | AgentError, state: LoopState) -> Outcome[RunResult]:
+def _halted(
+    halt: Terminate | AgentError, state: LoopState, results: tuple[ToolResultPart, ...] = ()
+) -> Outcome[RunResult]:
+    """A termination ends the run with its output (closing a tool round); an error fails it."""
     if type(halt) is Terminate:
-        return Success(on_terminate(state, halt))
+        return Success(on_terminate(state, halt, results))
     return Failure(halt)
 
 

@@ -7,6 +7,11 @@ from typing import Any
 from fake_provider import FakeProvider, Reply, sse
 from fncore_openai import OpenAIChatModel, OpenAIResponsesModel
 from openai import AsyncOpenAI
+from returns.result import Success
+from support import add
+
+from fncore import Message, Model, ModelRequest, ModelResponse, Tool
+from fncore.core import ModelStreamItem
 
 KEY = "sk-test-SECRET-0123456789"
 """The API key the tests use; it must never appear in an error message."""
@@ -231,3 +236,32 @@ def event(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
 def completed(*output: dict[str, Any], **kwargs: Any) -> tuple[str, dict[str, Any]]:
     """The terminal ``response.completed`` event."""
     return event("response.completed", response=response_obj(*output, **kwargs))
+
+
+# --- request and result helpers shared by the chat and Responses tests ------------------
+
+
+def greet(name: str, polite: bool = True) -> str:
+    """Greet someone."""
+    return name
+
+
+ADD = Tool.from_function(add).spec
+"""The spec of the ``add`` tool."""
+
+
+def ask(text: str = "hi", **kwargs: Any) -> ModelRequest:
+    """A one-message request."""
+    return ModelRequest((Message.user(text),), **kwargs)
+
+
+async def collect(model: Model, request: ModelRequest) -> list[ModelStreamItem]:
+    """Every item the model's stream yields."""
+    return [item async for item in model.stream(request)]
+
+
+def ok(result: object) -> ModelResponse:
+    """Unwrap a successful model result."""
+    assert isinstance(result, Success), result
+    response: ModelResponse = result.unwrap()
+    return response

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from fake_provider import FakeProvider, sse
-from fncore_openai import OpenAIChatModel
 from openai_wire import (
+    ADD,
     DONE,
+    ask,
     body,
     call,
     call_chunk,
@@ -18,10 +18,14 @@ from openai_wire import (
     chat_usage,
     chunk,
     close_clients,
+    collect,
     completion,
+    greet,
+    ok,
 )
 from pydantic import BaseModel
-from returns.result import Failure, Success
+from returns.result import Failure
+from support import add
 
 from fncore import (
     BadRequest,
@@ -45,18 +49,13 @@ from fncore import (
     Usage,
     UsageReported,
 )
-from fncore.core import ModelStreamItem, ReasoningDelta, ResponseAssembler, ToolSpec
+from fncore.core import ReasoningDelta, ResponseAssembler, ToolSpec
 
 
 @pytest.fixture(autouse=True)
 async def _close() -> AsyncIterator[None]:
     yield
     await close_clients()
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 class Point(BaseModel):
@@ -67,31 +66,6 @@ class Point(BaseModel):
 def centroid(points: list[Point]) -> str:
     """The centroid of points."""
     return ""
-
-
-def greet(name: str, polite: bool = True) -> str:
-    """Greet someone."""
-    return name
-
-
-ADD = Tool.from_function(add).spec
-
-
-def ask(text: str = "hi", **kwargs: Any) -> ModelRequest:
-    """A one-message request."""
-    return ModelRequest((Message.user(text),), **kwargs)
-
-
-async def collect(model: OpenAIChatModel, request: ModelRequest) -> list[ModelStreamItem]:
-    """Every item the model's stream yields."""
-    return [item async for item in model.stream(request)]
-
-
-def ok(result: object) -> ModelResponse:
-    """Unwrap a successful model result."""
-    assert isinstance(result, Success), result
-    response: ModelResponse = result.unwrap()
-    return response
 
 
 # --- request bodies ------------------------------------------------------------------

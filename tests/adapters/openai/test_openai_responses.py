@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from fake_provider import FakeProvider, sse
-from fncore_openai import OpenAIResponsesModel
 from openai_wire import (
+    ADD,
+    ask,
     body,
     close_clients,
+    collect,
     completed,
     event,
     function_item,
+    greet,
     message_item,
+    ok,
     reasoning_item,
     response,
     response_obj,
     responses_model,
     responses_usage,
 )
-from returns.result import Failure, Success
+from returns.result import Failure
 
 from fncore import (
     BadRequest,
@@ -47,43 +50,13 @@ from fncore import (
     Usage,
     UsageReported,
 )
-from fncore.core import ModelStreamItem, ProviderUnavailable
+from fncore.core import ProviderUnavailable
 
 
 @pytest.fixture(autouse=True)
 async def _close() -> AsyncIterator[None]:
     yield
     await close_clients()
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def greet(name: str, polite: bool = True) -> str:
-    """Greet someone."""
-    return name
-
-
-ADD = Tool.from_function(add).spec
-
-
-def ask(text: str = "hi", **kwargs: Any) -> ModelRequest:
-    """A one-message request."""
-    return ModelRequest((Message.user(text),), **kwargs)
-
-
-async def collect(model: OpenAIResponsesModel, request: ModelRequest) -> list[ModelStreamItem]:
-    """Every item the model's stream yields."""
-    return [item async for item in model.stream(request)]
-
-
-def ok(result: object) -> ModelResponse:
-    """Unwrap a successful model result."""
-    assert isinstance(result, Success), result
-    answer: ModelResponse = result.unwrap()
-    return answer
 
 
 # --- request bodies ------------------------------------------------------------------
