@@ -63,6 +63,7 @@ from fncore.core._messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    fallback_call_id,
     unanswered_calls,
 )
 from fncore.core._model import (
@@ -224,6 +225,7 @@ __all__ = [
     "UsageReported",
     "default_registry",
     "error_for_status",
+    "fallback_call_id",
     "redact",
     "retry_after_seconds",
     "hook",

@@ -158,6 +158,20 @@ class Message:
         return tuple([p for p in self.parts if type(p) is ToolResultPart])
 
 
+def fallback_call_id(index: int) -> str:
+    """The id of the ``index``-th tool call of a response that came without a usable id.
+
+    Adapters use it when a server sends no id (or ``null``, or ``""``), streaming or not, and
+    the agent loop uses it for an id repeated within one response, so the same response
+    gets the same ids in both modes.
+
+    Example:
+        >>> fallback_call_id(0)
+        'call_0'
+    """
+    return f"call_{index}"
+
+
 def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolCallPart, ...]:
     """Return the tool calls in ``messages`` that have no result, in order.
 
