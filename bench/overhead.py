@@ -355,7 +355,9 @@ def fold_chain(depth: int) -> Closure:
     async def leaf(x: object) -> Outcome[object]:
         return Success(x)
 
-    folded: Closure = fold_onion("run", [(f"m{i}", passthrough) for i in range(depth)], leaf)
+    folded: Closure = fold_onion(
+        "run", [(f"m{i}", passthrough) for i in range(depth)], leaf, type(None)
+    )
     return folded
 
 

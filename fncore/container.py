@@ -13,7 +13,7 @@ import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, TypeVar, cast, overload
 
 import yaml
 from dependency_injector import containers, providers
@@ -22,8 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fncore.core import Model, RegistrationError, Registry
 from fncore.core._loop import LoopSettings
 from fncore.core._registry import default_registry
-from fncore.runtime import Agent, InMemorySessionStore
+from fncore.runtime import Agent, InMemorySessionStore, SessionStore
 from fncore.testing import TestModel
+
+_C = TypeVar("_C", bound="Container")
 
 PLUGIN_GROUP = "fncore.plugins"
 """Entry-point group of plugin factories: ``factory(config) -> Registry | None``."""
@@ -91,15 +93,22 @@ def _provider_model(kind: str, section: Mapping[str, Any]) -> Model:
         raise ConfigError(str(exc)) from None
 
 
+_LOOP = LoopSettings()
+
+
 class _LoopConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    max_iterations: Annotated[int, Field(ge=1)] = 40
-    max_consecutive_errors_per_request: Annotated[int, Field(ge=1)] = 3
-    terminate_on_unknown_calls: bool = False
-    include_detailed_errors: bool = False
-    tool_timeout: Annotated[float | None, Field(gt=0)] = None
-    max_concurrent_tools: Annotated[int, Field(ge=1)] = 8
-    hook_timeout: Annotated[float, Field(gt=0)] = 5.0
+    max_iterations: Annotated[int, Field(ge=1)] = _LOOP.max_iterations
+    max_consecutive_errors_per_request: Annotated[int, Field(ge=1)] = (
+        _LOOP.max_consecutive_errors_per_request
+    )
+    terminate_on_unknown_calls: bool = _LOOP.terminate_on_unknown_calls
+    include_detailed_errors: bool = _LOOP.include_detailed_errors
+    enabled: bool = _LOOP.enabled
+    tool_timeout: Annotated[float | None, Field(gt=0, allow_inf_nan=False)] = _LOOP.tool_timeout
+    max_concurrent_tools: Annotated[int, Field(ge=1)] = _LOOP.max_concurrent_tools
+    max_tool_threads: Annotated[int, Field(ge=1)] = _LOOP.max_tool_threads
+    hook_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = _LOOP.hook_timeout
 
 
 class _AgentConfig(BaseModel):
@@ -246,7 +255,7 @@ class Container(containers.DeclarativeContainer, metaclass=_ContainerMeta):
     )
     """Loop settings from the ``loop`` configuration."""
 
-    sessions: providers.Provider[InMemorySessionStore] = providers.Singleton(InMemorySessionStore)
+    sessions: providers.Provider[SessionStore] = providers.Singleton(InMemorySessionStore)
     """The session store."""
 
     agent: providers.Factory[Agent]
@@ -333,6 +342,24 @@ def _with_preset(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "model": {**preset, **model}}
 
 
+@overload
+def load_container(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    env_prefix: str = "FNCORE_",
+    container: None = None,
+) -> Container: ...
+@overload
+def load_container(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    env_prefix: str = "FNCORE_",
+    container: _C,
+) -> _C: ...
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,

@@ -13,13 +13,14 @@ FNCORE = {
     "ModelSettings", "Outcome", "Position", "ReasoningContext", "ReasoningDelta",
     "ReasoningNext", "ReasoningPart", "RegistrationError", "Registry", "RequireTool",
     "RoundFinished", "RoundStart", "RoundStarted", "RunCompleted", "RunContext", "RunEnd",
-    "RunInfo", "RunNext", "RunResult", "RunStart", "RunState", "RunStream", "Session",
-    "SessionStore", "StackDescription", "StateKey", "StreamEvent", "SystemPromptContext",
+    "RunInfo", "RunNext", "RunOutcome", "RunResult", "RunStart", "State", "RunStream",
+    "Session", "SessionConflict", "SessionError", "SessionStore", "SessionUpdate",
+    "StackDescription", "StateKey", "StreamEvent", "SystemPromptContext",
     "Terminate", "TextDelta", "TextPart", "TooManyToolErrors", "Tool", "ToolCallArgsDelta",
     "ToolCallContext", "ToolCallNext", "ToolCallPart", "ToolCallStarted", "ToolChoice",
     "ToolEnd", "ToolResult", "ToolResultPart", "ToolResultReady", "ToolSpec", "ToolStart",
     "UnknownToolCalled", "Usage", "UsageReported", "current_metadata", "current_run",
-    "default_registry", "hook", "load_container", "on", "tool", "tool_source",
+    "default_registry", "hook", "load_container", "on", "recover", "tool", "tool_source",
 }  # fmt: skip
 
 TESTING = {

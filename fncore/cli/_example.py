@@ -65,6 +65,6 @@ def build_example_agent(container: Container, trace: Trace) -> Agent:
         trace(f"[system_prompt] round {ctx.round}: + {INSTRUCTION!r}")
         return Success(f"{prompt}\n{INSTRUCTION}" if prompt else INSTRUCTION)
 
-    for function in (add, multiply, word_count):
-        registry.tool(function)
+    for function in (add, multiply, word_count):  # quick pure functions: no thread hop
+        registry.tool(inline=True)(function)
     return Agent(registry=registry, container=container)

@@ -7,6 +7,7 @@ from fncore.core._contexts import (
     CompressContext,
     Emit,
     EventMap,
+    EventMapFailed,
     ModelCallContext,
     ReasoningContext,
     RunContext,
@@ -31,6 +32,8 @@ from fncore.core._errors import (
     ProviderUnavailable,
     RateLimited,
     RegistrationError,
+    SessionConflict,
+    SessionError,
     StreamInterrupted,
     TooManyToolErrors,
     UnknownToolCalled,
@@ -64,7 +67,6 @@ from fncore.core._messages import (
     ToolCallPart,
     ToolResultPart,
     fallback_call_id,
-    unanswered_calls,
 )
 from fncore.core._model import (
     FinishReason,
@@ -84,7 +86,8 @@ from fncore.core._model import (
     ToolSpec,
     UsageReported,
 )
-from fncore.core._outcomes import Halt, Outcome, Terminate
+from fncore.core._outcomes import Halt, Outcome, Terminate, recover
+from fncore.core._pairing import check_pairing, open_calls, with_unique_call_ids
 from fncore.core._positions import (
     CompactionHook,
     CompressMiddleware,
@@ -107,6 +110,7 @@ from fncore.core._positions import (
 )
 from fncore.core._registry import (
     HookRegistration,
+    Names,
     Order,
     Registration,
     Registry,
@@ -117,8 +121,9 @@ from fncore.core._registry import (
     tool,
     tool_source,
 )
-from fncore.core._result import RunResult, StopReason
-from fncore.core._state import RunState, StateKey
+from fncore.core._result import RunOutcome, RunResult, StopReason
+from fncore.core._session import Session, SessionUpdate
+from fncore.core._state import State, StateKey
 from fncore.core._tools import Tool, ToolFunction, ToolResult, to_content
 from fncore.core._usage import Usage
 
@@ -137,6 +142,7 @@ __all__ = [
     "ErrorHook",
     "ErrorRaised",
     "EventMap",
+    "EventMapFailed",
     "FinishReason",
     "Halt",
     "HookEvent",
@@ -158,6 +164,7 @@ __all__ = [
     "ModelSettings",
     "ModelStreamItem",
     "ModelTimeout",
+    "Names",
     "Order",
     "Outcome",
     "Part",
@@ -187,10 +194,15 @@ __all__ = [
     "RunInfo",
     "RunMiddleware",
     "RunNext",
+    "RunOutcome",
     "RunResult",
     "RunStart",
     "RunStartHook",
-    "RunState",
+    "Session",
+    "SessionConflict",
+    "SessionError",
+    "SessionUpdate",
+    "State",
     "StateKey",
     "StopReason",
     "StreamDelta",
@@ -223,6 +235,7 @@ __all__ = [
     "UnknownToolCalled",
     "Usage",
     "UsageReported",
+    "check_pairing",
     "default_registry",
     "error_for_status",
     "fallback_call_id",
@@ -230,8 +243,10 @@ __all__ = [
     "retry_after_seconds",
     "hook",
     "on",
+    "open_calls",
+    "recover",
     "to_content",
     "tool",
     "tool_source",
-    "unanswered_calls",
+    "with_unique_call_ids",
 ]

@@ -7,23 +7,56 @@ Contexts are immutable. To change what flows inward, pass a changed copy to ``ca
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import final
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, TypeVar, final
 
 from pydantic import BaseModel
 
-from fncore.core._events import StreamEvent
+from fncore.core._errors import MiddlewareError, Position
+from fncore.core._events import STREAM_EVENT_TYPES, StreamEvent
 from fncore.core._messages import Message, ToolCallPart
 from fncore.core._model import Model, ModelRequest, ModelSettings, ToolChoice
-from fncore.core._state import RunState
+from fncore.core._session import Session
+from fncore.core._state import State
 from fncore.core._tools import Tool
 from fncore.core._value import value
+
+if TYPE_CHECKING:
+    from fncore.core._outcomes import Outcome
+    from fncore.core._result import RunResult
+
+_T = TypeVar("_T")
 
 Emit = Callable[[StreamEvent], None]
 """Sends one event to the stream's consumer."""
 
 EventMap = Callable[[StreamEvent], StreamEvent | None]
 """Maps a streamed event to another, or to ``None`` to drop it."""
+
+
+class EventMapFailed(Exception):
+    """Raised out of ``emit`` when an event map raises or returns something not an event.
+
+    The code that emits (the model stream, the loop) turns it into ``Failure(error)``, so
+    the failure is blamed on the middleware that installed the map, not on the model.
+    """
+
+    def __init__(self, error: MiddlewareError) -> None:
+        super().__init__(error.message)
+        self.error = error
+        """The error value: which map, at which position, what went wrong."""
+
+
+def _map_error(fn: EventMap, position: Position, problem: str) -> EventMapFailed:
+    qualname = str(getattr(fn, "__qualname__", type(fn).__name__))
+    owner = qualname.split(".<locals>.")[0]
+    return EventMapFailed(
+        MiddlewareError(
+            message=f"its event map {qualname!r} {problem}",
+            position=position,
+            middleware=owner,
+        )
+    )
 
 
 @final
@@ -36,33 +69,82 @@ class RunInfo:
     """A unique id for this run."""
     metadata: Mapping[str, object]
     """Request metadata passed to ``Agent.run(..., metadata=...)``; read-only."""
-    state: RunState
-    """Typed per-run state (see `StateKey`)."""
+    state: State
+    """Reply-scoped state (see `StateKey`): fresh for every run, dropped when it ends."""
     emit: Emit | None = None
     """Where streamed events go; ``None`` when the run is not streaming."""
     session_id: str | None = None
     """The session this run continues, if any."""
+    session_state: State = field(default_factory=State)
+    """Session-scoped state: loaded with the session and committed with it when the run
+    succeeds. Without a session it starts empty and ends with the run."""
 
     @property
     def streaming(self) -> bool:
         """Whether the run is streaming events."""
         return self.emit is not None
 
-    def map_events(self, fn: EventMap) -> RunInfo:
+    def map_events(self, fn: EventMap, position: Position = "run") -> RunInfo:
         """A copy whose events pass through ``fn`` before reaching the consumer.
 
-        Inner layers see each event first: the innermost map runs first.
+        Inner layers see each event first: the innermost map runs first. If ``fn`` raises,
+        or returns something that is not a stream event, the run fails with a
+        `MiddlewareError` naming the middleware that installed it (the function ``fn`` is
+        defined in) and ``position``.
         """
         emit = self.emit
         if emit is None:
             return self
 
         def mapped(event: StreamEvent) -> None:
-            out = fn(event)
-            if out is not None:
-                emit(out)
+            try:
+                out = fn(event)
+            except Exception as exc:
+                raise _map_error(fn, position, f"raised {type(exc).__name__}: {exc}") from exc
+            if out is None:
+                return
+            if type(out) not in STREAM_EVENT_TYPES:
+                problem = f"returned {type(out).__name__}, not a stream event (or None to drop it)"
+                raise _map_error(fn, position, problem)
+            emit(out)
 
         return replace(self, emit=mapped)
+
+
+@final
+class RunRecord:
+    """What the innermost ``run`` handler used and got, for the agent to commit (internal).
+
+    ``run`` middleware may change the input, the session and the run; the agent commits
+    what the loop actually ran with, and keeps the loop's accounting when a ``run``
+    middleware terminates after it.
+    """
+
+    __slots__ = ("input", "outcome", "run", "session")
+
+    def __init__(self) -> None:
+        self.input: tuple[Message, ...] = ()
+        self.session: Session | None = None
+        self.run: RunInfo | None = None
+        self.outcome: Outcome[RunResult] | None = None
+
+
+@final
+class RoundNote:
+    """What one round actually sent, shared by its contexts (internal).
+
+    ``reasoning`` and ``model_call`` middleware may change the tool choice for one round;
+    the loop then decides what follows (for example, returning right after the calls for
+    ``required``) from what was sent, exactly as for a per-run choice. ``history`` is the
+    last history known to be paired, so only a history a middleware changed is checked
+    again before it reaches the model.
+    """
+
+    __slots__ = ("history", "tool_choice")
+
+    def __init__(self) -> None:
+        self.history: tuple[Message, ...] | None = None
+        self.tool_choice: ToolChoice | None = None
 
 
 @final
@@ -74,15 +156,20 @@ class RunContext:
     run: RunInfo
     """The run."""
     messages: tuple[Message, ...]
-    """The input messages, session history included."""
+    """This run's input messages (the session's history is in ``session``)."""
     tool_choice: ToolChoice
     """How the model may use tools."""
     settings: ModelSettings
     """Sampling settings for every model call."""
+    session: Session | None = None
+    """The session this run continues, as loaded (``None`` without one): its history comes
+    before ``messages``, and the run commits to it. Replace it to continue another
+    conversation, or to fork this one: ``Session("fork", ctx.session.messages)``."""
+    _record: RunRecord = field(default_factory=RunRecord, repr=False, compare=False)
 
     def map_events(self, fn: EventMap) -> RunContext:
         """A copy whose streamed events (all of the run's) pass through ``fn``."""
-        return replace(self, run=self.run.map_events(fn))
+        return replace(self, run=self.run.map_events(fn, "run"))
 
 
 @final
@@ -100,9 +187,10 @@ class ReasoningContext:
     tools: tuple[Tool, ...]
     """The tools offered this round."""
     tool_choice: ToolChoice
-    """How the model may use them this round."""
+    """How the model may use them this round; the loop follows what is sent."""
     settings: ModelSettings
     """Sampling settings."""
+    _note: RoundNote = field(default_factory=RoundNote, repr=False, compare=False)
 
 
 @final
@@ -117,10 +205,11 @@ class ModelCallContext:
     """The request to send."""
     model: Model
     """The model that will receive it; replace it to route elsewhere."""
+    _note: RoundNote = field(default_factory=RoundNote, repr=False, compare=False)
 
     def map_events(self, fn: EventMap) -> ModelCallContext:
         """A copy whose streamed chunks pass through ``fn`` (no-op when not streaming)."""
-        return replace(self, run=self.run.map_events(fn))
+        return replace(self, run=self.run.map_events(fn, "model_call"))
 
 
 @final
@@ -136,7 +225,56 @@ class ToolCallContext:
     tool: Tool
     """The tool to invoke."""
     args: BaseModel
-    """The validated arguments; replace them to change what the tool gets."""
+    """The validated arguments; replace them (or use `with_args`) to change what the tool
+    gets."""
+
+    def arg(self, name: str, kind: type[_T]) -> _T:
+        """The validated argument ``name``, typed as ``kind`` (checked with ``isinstance``).
+
+        Raises:
+            KeyError: if the tool has no argument ``name``.
+            TypeError: if the value is not a ``kind``.
+
+        Example:
+            >>> def add(a: int, b: int) -> int:
+            ...     return a + b
+            >>> t = Tool.from_function(add)
+            >>> args = t.check('{"a": 1, "b": 2}')
+            >>> ctx = ToolCallContext(None, ToolCallPart("c", "add"), t, args)
+            >>> ctx.arg("a", int) + 1
+            2
+        """
+        fields = type(self.args).model_fields
+        if name not in fields:
+            msg = f"tool {self.tool.name!r} has no argument {name!r} (it has: {', '.join(fields)})"
+            raise KeyError(msg)
+        found = getattr(self.args, name)
+        if not isinstance(found, kind):
+            msg = (
+                f"argument {name!r} of tool {self.tool.name!r} is {type(found).__name__}, "
+                f"not {kind.__name__}"
+            )
+            raise TypeError(msg)
+        return found
+
+    def with_args(self, **changes: object) -> ToolCallContext:
+        """A copy whose arguments have ``changes`` applied, validated again by the tool.
+
+        Raises:
+            pydantic.ValidationError: if a changed value does not fit the tool's schema.
+
+        Example:
+            >>> def add(a: int, b: int) -> int:
+            ...     return a + b
+            >>> t = Tool.from_function(add)
+            >>> args = t.check('{"a": 1, "b": 2}')
+            >>> ctx = ToolCallContext(None, ToolCallPart("c", "add"), t, args)
+            >>> ctx.with_args(b=5).arg("b", int)
+            5
+        """
+        data = {name: getattr(self.args, name) for name in type(self.args).model_fields}
+        data.update(changes)
+        return replace(self, args=self.tool.args_model.model_validate(data))
 
 
 @final
@@ -151,6 +289,9 @@ class CompressContext:
     """The round about to start."""
     messages: tuple[Message, ...]
     """The history; return a shorter one to compact it."""
+    instructions: str = ""
+    """This round's system prompt, assembled (the ``system_prompt`` transformers ran), so a
+    compressor can count the prompt's tokens too."""
 
 
 @final

@@ -20,7 +20,9 @@ an expected outcome. Every error says what failed, where, and what to do about i
     │   ├── TooManyToolErrors       too many rounds in a row had a failing tool call
     │   └── UnknownToolCalled       the model called a tool that does not exist
     │                               (only with ``terminate_on_unknown_calls=True``)
-    └── InvalidHistory              the messages break the tool-call/result pairing
+    ├── InvalidHistory              the messages break the tool-call/result pairing
+    └── SessionError                the session store failed; the session is unchanged
+        └── SessionConflict         another run committed to the session first
 
 Registration mistakes are not values: they raise `RegistrationError` when the stack is built,
 because they are programming errors to fix before anything runs.
@@ -32,6 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from fncore.core._usage import NO_USAGE, Usage
 
 if TYPE_CHECKING:
     from fncore.core._messages import Message
@@ -233,6 +237,8 @@ class LoopError(AgentError):
 
     messages: tuple[Message, ...] = ()
     """The transcript up to the stop; every tool call in it has its result."""
+    usage: Usage = NO_USAGE
+    """Tokens spent before the stop."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,7 +261,30 @@ class UnknownToolCalled(LoopError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InvalidHistory(AgentError):
-    """The conversation breaks the rule that every tool call has exactly one result."""
+    """The conversation breaks the tool-call/result pairing that providers enforce.
+
+    Each assistant turn's tool calls (with unique, non-empty ids) must be answered, each by
+    exactly one result, after that turn and before the next assistant turn.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionError(AgentError):
+    """The session store failed to load or commit a session; nothing of the run was saved."""
+
+    session_id: str = ""
+    """The session concerned."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionConflict(SessionError):
+    """Another run committed to the session after this run loaded it; nothing was saved.
+
+    Run the turn again: it loads the new version and continues from there.
+    """
+
+    version: int = 0
+    """The version this run loaded, which is no longer the current one."""
 
 
 class RegistrationError(Exception):

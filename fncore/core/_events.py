@@ -78,6 +78,20 @@ StreamEvent: TypeAlias = (
 )
 """Everything ``Agent.stream`` yields."""
 
+STREAM_EVENT_TYPES: frozenset[type] = frozenset(
+    {
+        TextDelta,
+        ReasoningDelta,
+        ToolCallStarted,
+        ToolCallArgsDelta,
+        UsageReported,
+        RoundStarted,
+        RoundFinished,
+        ToolResultReady,
+    }
+)
+"""The types an event map may return (every stream event but the final `RunCompleted`)."""
+
 
 @final
 @dataclass(frozen=True, slots=True)

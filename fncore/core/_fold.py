@@ -1,8 +1,11 @@
 """Fold a position's middleware into one handler, once, when the stack is built.
 
-Each middleware becomes one layer; the layer catches what the user function raises and
-turns it into a `MiddlewareError` value for the layer outside it, and checks that it
-returned a ``Result``. ``asyncio.CancelledError`` is not an ``Exception`` and propagates.
+Each middleware becomes one layer. The layer catches what the user function raises and
+turns it into a `MiddlewareError` value for the layer outside it, and checks what it
+returned: a ``Success`` of the position's value type, or a ``Failure`` of a `Terminate` or
+an `AgentError`. Anything else becomes a `MiddlewareError` naming the middleware, the
+position, what it returned and what it should have. The checks are type identity, so they
+cost a few nanoseconds. ``asyncio.CancelledError`` is not an ``Exception`` and propagates.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from typing import Any, TypeVar
 
 from returns.result import Failure, Success
 
-from fncore.core._errors import MiddlewareError, Position
-from fncore.core._outcomes import Halt, Outcome
+from fncore.core._errors import AgentError, MiddlewareError, Position
+from fncore.core._outcomes import Halt, Outcome, Terminate
 
 _C = TypeVar("_C")
 _T = TypeVar("_T")
@@ -24,6 +27,28 @@ Layer = Callable[[_C, Handler[_C, _T]], Awaitable[Outcome[_T]]]
 """One onion middleware with its injected dependencies already bound."""
 Step = Callable[[_C, _T], Awaitable[Outcome[_T]]]
 """One transformer with its dependencies already bound."""
+Accepts = Callable[[_C, object], bool]
+"""A deeper check of a ``Success`` value that passed the type check (context, value)."""
+
+_HALTS = (Terminate, AgentError)
+
+_EXPECTED: dict[str, str] = {
+    "run": "Success(RunResult(...))",
+    "reasoning": "Success(ModelResponse(...))",
+    "model_call": "Success(ModelResponse(...))",
+    "tool_call": "Success(ToolResult(...))",
+    "compress_context": "Success(tuple of Message)",
+    "system_prompt": "Success(str)",
+}
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters; never raises."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def raised(position: Position, name: str, exc: Exception) -> Failure[Halt]:
@@ -38,34 +63,76 @@ def raised(position: Position, name: str, exc: Exception) -> Failure[Halt]:
     )
 
 
-def not_a_result(position: Position, name: str, value: object) -> Failure[Halt]:
-    """The error value for middleware ``name`` returning ``value`` instead of a Result."""
-    hint = (
-        "did it forget `return await call_next(ctx)`?"
-        if value is None
-        else "wrap it as Success(...) or Failure(...)"
+def wrong_value(position: Position, name: str, value: object) -> Failure[Halt]:
+    """The error value for middleware ``name`` returning ``value``: not its position's outcome."""
+    must = (
+        f"a {position} middleware returns {_EXPECTED[position]}, Failure(Terminate(...)) "
+        "or Failure(AgentError)"
     )
+    cls = type(value)
+    if cls is Failure:
+        got = f"Failure({short_repr(value.failure())})"  # type: ignore[attr-defined]
+        hint = "a Failure carries Terminate(...) or an AgentError such as MiddlewareError(...)"
+    elif cls is Success:
+        inner = value.unwrap()  # type: ignore[attr-defined]
+        got = f"Success({short_repr(inner)})"
+        hint = (
+            f"wrap the text: Success(ToolResult({short_repr(inner, 20)}))"
+            if position == "tool_call" and isinstance(inner, str)
+            else f"a {type(inner).__name__} is not what this position carries"
+        )
+    elif value is None:
+        got, hint = "None, not a Result", "did it forget `return await call_next(ctx)`?"
+    else:
+        got, hint = f"{cls.__name__} {short_repr(value)}, not a Result", "wrap it in Success(...)"
     return Failure(
         MiddlewareError(
-            message=f"returned {type(value).__name__}, not a Result; {hint}",
-            position=position,
-            middleware=name,
+            message=f"returned {got}; {hint}; {must}", position=position, middleware=name
         )
     )
 
 
 def _layer(
-    position: Position, name: str, fn: Layer[_C, _T], inner: Handler[_C, _T]
+    position: Position,
+    name: str,
+    fn: Layer[_C, _T],
+    inner: Handler[_C, _T],
+    expected: type,
+    accepts: Accepts[_C] | None,
 ) -> Handler[_C, _T]:
-    async def handle(ctx: _C) -> Outcome[_T]:
-        try:
-            out = await fn(ctx, inner)
-        except Exception as exc:
-            return raised(position, name, exc)
-        cls = type(out)
-        if cls is Success or cls is Failure:
-            return out
-        return not_a_result(position, name, out)
+    # ``_inner_value`` is where returns keeps a container's value: reading it directly
+    # saves a method call per layer (a test pins that it stays there). The common case,
+    # a type check alone, gets a closure of its own: this is the hottest code in fncore.
+    if accepts is None:
+
+        async def handle(ctx: _C) -> Outcome[_T]:
+            try:
+                out: Any = await fn(ctx, inner)
+            except Exception as exc:
+                return raised(position, name, exc)
+            cls = type(out)
+            if cls is Success:
+                if type(out._inner_value) is expected:
+                    return out  # type: ignore[no-any-return]
+            elif cls is Failure and isinstance(out._inner_value, _HALTS):
+                return out  # type: ignore[no-any-return]
+            return wrong_value(position, name, out)
+
+    else:
+        check = accepts
+
+        async def handle(ctx: _C) -> Outcome[_T]:
+            try:
+                out: Any = await fn(ctx, inner)
+            except Exception as exc:
+                return raised(position, name, exc)
+            cls = type(out)
+            if cls is Success:
+                if type(out._inner_value) is expected and check(ctx, out._inner_value):
+                    return out  # type: ignore[no-any-return]
+            elif cls is Failure and isinstance(out._inner_value, _HALTS):
+                return out  # type: ignore[no-any-return]
+            return wrong_value(position, name, out)
 
     handle.__qualname__ = f"{position}:{name}"
     return handle
@@ -75,29 +142,38 @@ def fold_onion(
     position: Position,
     layers: Sequence[tuple[str, Layer[_C, _T]]],
     innermost: Handler[_C, _T],
+    expected: type,
+    accepts: Accepts[_C] | None = None,
 ) -> Handler[_C, _T]:
     """Wrap ``innermost`` in ``layers``; the first layer is the outermost.
 
     With no layers the result is ``innermost`` itself: an empty position costs nothing.
+
+    Args:
+        position: Where the layers stand, for error values.
+        layers: ``(name, middleware)`` pairs, outermost first.
+        innermost: The operation the onion wraps.
+        expected: The exact type a ``Success`` must carry.
+        accepts: A further check of that value, if its type is not enough.
 
     Example:
         >>> import asyncio
         >>> from returns.result import Success
         >>> async def op(x): return Success(x + 1)
         >>> async def double(x, call_next): return (await call_next(x)).map(lambda v: v * 2)
-        >>> asyncio.run(fold_onion("run", [("double", double)], op)(1))
+        >>> asyncio.run(fold_onion("run", [("double", double)], op, int)(1))
         <Success: 4>
     """
     handler = innermost
     for name, fn in reversed(layers):
-        handler = _layer(position, name, fn, handler)
+        handler = _layer(position, name, fn, handler, expected, accepts)
     return handler
 
 
 def chain_steps(
-    position: Position, steps: Sequence[tuple[str, Step[_C, _T]]]
-) -> Callable[[_C, _T], Awaitable[Outcome[_T]]] | None:
-    """Chain transformers left to right; each gets the previous one's output.
+    position: Position, steps: Sequence[tuple[str, Step[_C, str]]]
+) -> Callable[[_C, str], Awaitable[Outcome[str]]] | None:
+    """Chain text transformers left to right; each gets the previous one's output.
 
     Returns ``None`` when there are no steps, so callers skip the position entirely.
     """
@@ -105,19 +181,19 @@ def chain_steps(
         return None
     frozen = tuple(steps)
 
-    async def run(ctx: _C, value: _T) -> Outcome[_T]:
+    async def run(ctx: _C, value: str) -> Outcome[str]:
         for name, fn in frozen:
             try:
                 out: Any = await fn(ctx, value)
             except Exception as exc:
                 return raised(position, name, exc)
             cls = type(out)
-            if cls is Success:
-                value = out.unwrap()
-            elif cls is Failure:
+            if cls is Success and isinstance(out._inner_value, str):
+                value = out._inner_value
+            elif cls is Failure and isinstance(out._inner_value, _HALTS):
                 return out  # type: ignore[no-any-return]
             else:
-                return not_a_result(position, name, out)
+                return wrong_value(position, name, out)
         return Success(value)
 
     return run

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import TypeAlias, final
 
 from pydantic import BaseModel
+from returns.result import Result, Success
 
+from fncore.core._checks import timeout_problem
 from fncore.core._errors import (
     InvalidHistory,
     LoopError,
@@ -25,10 +27,11 @@ from fncore.core._errors import (
     TooManyToolErrors,
     UnknownToolCalled,
 )
-from fncore.core._messages import Message, ToolCallPart, ToolResultPart, unanswered_calls
+from fncore.core._messages import Message, ToolCallPart, ToolResultPart
 from fncore.core._model import ModelResponse, ToolChoice
-from fncore.core._outcomes import Terminate
-from fncore.core._result import RunResult
+from fncore.core._outcomes import Halt, Terminate
+from fncore.core._pairing import check_pairing, open_calls, unanswered, with_unique_call_ids
+from fncore.core._result import RunResult, StopReason
 from fncore.core._tools import Tool
 from fncore.core._usage import NO_USAGE, Usage
 
@@ -46,14 +49,28 @@ class LoopSettings:
     """Stop the run (instead of telling the model) when it calls an unknown tool."""
     include_detailed_errors: bool = False
     """Put the exception text of a failing tool in its result (it may leak internals)."""
-    tool_timeout: float | None = None
-    """Seconds a tool may run before its call fails; a tool's own timeout wins."""
+    enabled: bool = True
+    """Run the model's tool calls automatically. ``False`` (Microsoft Agent Framework's
+    ``enabled``): a response with tool calls ends the run unexecuted, with
+    ``stop_reason="awaiting_tools"``; a later run given their results continues."""
+    tool_timeout: float | None = 300.0
+    """Seconds a tool may run before its call fails (``None``: no limit); a tool's own
+    timeout wins."""
     max_concurrent_tools: int = 8
     """Most tool calls of one round running at once."""
+    max_tool_threads: int = 16
+    """Most sync tools of one agent running in worker threads at once; a thread abandoned
+    past its timeout gives its place back."""
     hook_timeout: float = 5.0
     """Default seconds a hook may take before it is skipped with a warning."""
 
     def __post_init__(self) -> None:
+        problem = timeout_problem(self.hook_timeout, "hook_timeout")
+        if problem is None and self.tool_timeout is not None:
+            problem = timeout_problem(self.tool_timeout, "tool_timeout")
+        if problem is not None:
+            msg = f"{problem} (tool_timeout may also be None, for no limit)"
+            raise ValueError(msg)
         if self.max_iterations < 1:
             msg = f"max_iterations must be at least 1, got {self.max_iterations}"
             raise ValueError(msg)
@@ -65,6 +82,9 @@ class LoopSettings:
             raise ValueError(msg)
         if self.max_concurrent_tools < 1:
             msg = f"max_concurrent_tools must be at least 1, got {self.max_concurrent_tools}"
+            raise ValueError(msg)
+        if self.max_tool_threads < 1:
+            msg = f"max_tool_threads must be at least 1, got {self.max_tool_threads}"
             raise ValueError(msg)
 
 
@@ -140,31 +160,34 @@ Decision: TypeAlias = Finish | Fail | RunTools | NextRound
 """What the shell does next."""
 
 
-def start(messages: tuple[Message, ...]) -> LoopState | Fail:
-    """The state of a new run, in its first round; a `Fail` if ``messages`` are unpaired."""
-    for m in messages:
-        if m.role == "assistant":
-            failed = check_history(messages)
-            if failed is not None:
-                return failed
-            break
-    return LoopState(messages, (), 1)
+def start(
+    messages: tuple[Message, ...],
+    history: tuple[Message, ...] = (),
+    pending: tuple[ToolCallPart, ...] = (),
+) -> LoopState | Fail:
+    """The state of a new run, in its first round; a `Fail` if the conversation is unpaired.
+
+    Args:
+        messages: The run's input, checked here, after the history.
+        history: The session's history, already checked (its scan gave ``pending``).
+        pending: The calls ``history`` leaves unanswered; ``messages`` must answer them.
+    """
+    found = open_calls(messages, pending, offset=len(history))
+    if type(found) is InvalidHistory:
+        return Fail(found)
+    if found:
+        return Fail(unanswered(found))  # type: ignore[arg-type]
+    return LoopState(history + messages if history else messages, (), 1)
 
 
 def check_history(messages: tuple[Message, ...]) -> Fail | None:
-    """A `Fail` if some tool call in ``messages`` has no result, else ``None``."""
-    missing = unanswered_calls(messages)
-    if not missing:
-        return None
-    names = ", ".join(f"{c.name} ({c.id})" for c in missing)
-    return Fail(
-        InvalidHistory(
-            message=(
-                f"tool calls without a result: {names}. Add a tool message with a "
-                "ToolResultPart for each call, or drop the calls."
-            )
-        )
-    )
+    """A `Fail` unless every tool call in ``messages`` is answered, by position."""
+    error = check_pairing(messages)
+    return None if error is None else Fail(error)
+
+
+def _distinct(calls: list[ToolCallPart]) -> bool:
+    return len({c.id for c in calls}) == len(calls)
 
 
 def _closing(calls: list[ToolCallPart], content: str) -> Message:
@@ -184,12 +207,19 @@ def on_response(
     message = response.message
     usage = state.usage if response.usage is NO_USAGE else state.usage + response.usage
     calls = [p for p in message.parts if type(p) is ToolCallPart]
-    history = (*state.history, message)
+    if calls and not (
+        calls[0].id if len(calls) == 1 else all(c.id for c in calls) and _distinct(calls)
+    ):
+        fixed = with_unique_call_ids(message)
+        if fixed is not message:
+            message = fixed
+            calls = [p for p in message.parts if type(p) is ToolCallPart]
     new = (*state.new, message)
-    if not calls:
-        done = LoopState(history, new, state.round, state.errors_in_a_row, usage)
-        result = RunResult(message.text, new, usage, state.round, "completed")
-        return done, Finish(result)
+    if not calls or not settings.enabled:  # the run ends: no next request needs the history
+        done = LoopState(state.history, new, state.round, state.errors_in_a_row, usage)
+        stop: StopReason = "awaiting_tools" if calls else "completed"
+        return done, Finish(RunResult(message.text, new, usage, state.round, stop))
+    history = state.history + (message,)  # noqa: RUF005 - twice as fast for long histories
     plan: list[Ready | Rejected] = []
     for call in calls:
         tool = tools.get(call.name)
@@ -207,6 +237,7 @@ def on_response(
                         "terminate_on_unknown_calls=False to let the model recover"
                     ),
                     messages=closed,
+                    usage=usage,
                     tool_name=call.name,
                 )
                 return LoopState(history, new, state.round, state.errors_in_a_row, usage), Fail(
@@ -232,7 +263,7 @@ def on_tool_results(
 ) -> tuple[LoopState, Decision]:
     """Record a round's tool results (in call order) and decide whether to go on."""
     message = Message("tool", results)
-    history = (*state.history, message)
+    history = state.history + (message,)  # noqa: RUF005 - twice as fast for long histories
     new = (*state.new, message)
     failed = False
     for r in results:
@@ -252,6 +283,7 @@ def on_tool_results(
                     "in `messages`, or raise max_consecutive_errors_per_request"
                 ),
                 messages=new,
+                usage=state.usage,
             )
         )
     if state.round >= settings.max_iterations:
@@ -263,6 +295,7 @@ def on_tool_results(
                     "raise max_iterations or give the agent a narrower task"
                 ),
                 messages=new,
+                usage=state.usage,
             )
         )
     after.round += 1
@@ -279,6 +312,23 @@ def terminated(
     if terminate.output:
         new = (*new, Message.assistant(terminate.output))
     return RunResult(terminate.output, new, usage, rounds, "terminated")
+
+
+def terminated_after(terminate: Terminate, inner: Result[RunResult, Halt] | None) -> RunResult:
+    """The result of a run a ``run`` middleware terminated after the loop ran (``inner``).
+
+    It keeps the loop's accounting: its messages (every call paired), usage and rounds.
+    """
+    if inner is None:
+        return terminated(terminate)
+    if type(inner) is Success:
+        done: RunResult = inner.unwrap()
+        return terminated(terminate, done.messages, done.usage, done.rounds)
+    error = inner.failure()
+    if isinstance(error, LoopError):
+        rounds = sum(1 for m in error.messages if m.role == "assistant")
+        return terminated(terminate, error.messages, error.usage, rounds)
+    return terminated(terminate)
 
 
 def on_terminate(

@@ -170,26 +170,3 @@ def fallback_call_id(index: int) -> str:
         'call_0'
     """
     return f"call_{index}"
-
-
-def unanswered_calls(messages: tuple[Message, ...] | list[Message]) -> tuple[ToolCallPart, ...]:
-    """Return the tool calls in ``messages`` that have no result, in order.
-
-    Providers reject a conversation holding a tool call without its result; the agent loop
-    keeps this empty at every point where it hands the transcript to anyone.
-
-    Example:
-        >>> call = ToolCallPart(id="c1", name="add")
-        >>> unanswered_calls([Message("assistant", (call,))]) == (call,)
-        True
-    """
-    calls: list[ToolCallPart] = []
-    answered: set[str] = set()
-    for m in messages:
-        if m.role == "assistant":
-            calls.extend([p for p in m.parts if type(p) is ToolCallPart])
-        else:
-            answered.update([p.call_id for p in m.parts if type(p) is ToolResultPart])
-    if not calls:
-        return ()
-    return tuple([c for c in calls if c.id not in answered])

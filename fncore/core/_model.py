@@ -188,6 +188,11 @@ StreamDelta: TypeAlias = (
 )
 """What a model stream yields before its final response."""
 
+STREAM_DELTA_TYPES: frozenset[type] = frozenset(
+    {TextDelta, ReasoningDelta, ToolCallStarted, ToolCallArgsDelta, UsageReported}
+)
+"""The types of `StreamDelta`, for checking what a model streams."""
+
 ModelStreamItem: TypeAlias = StreamDelta | ModelResponse | ModelError
 """A model stream yields deltas, then the final `ModelResponse` (or a `ModelError`)."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar, final
 
-from returns.result import Result
+from returns.result import Failure, Result
 
 from fncore.core._errors import AgentError
 
@@ -37,3 +38,28 @@ Halt: TypeAlias = Terminate | AgentError
 
 Outcome: TypeAlias = Result[_T, Halt]
 """The return type of every handler: ``Success(value)``, or ``Failure(Terminate | AgentError)``."""
+
+
+async def recover(
+    outcome: Outcome[_T], handler: Callable[[AgentError], Awaitable[Outcome[_T]]]
+) -> Outcome[_T]:
+    """Await ``handler(error)`` when ``outcome`` failed with an error; pass anything else on.
+
+    The async counterpart of ``outcome.lash(...)`` that leaves a `Terminate` alone, so a
+    retry or fallback never undoes a deliberate stop. Chain it to retry more than once.
+
+    Example:
+        >>> import asyncio
+        >>> from returns.result import Failure, Success
+        >>> async def again(error: AgentError) -> Outcome[int]:
+        ...     return Success(2)
+        >>> asyncio.run(recover(Failure(AgentError(message="down")), again))
+        <Success: 2>
+        >>> asyncio.run(recover(Failure(Terminate("stop")), again))
+        <Failure: Terminate(output='stop')>
+    """
+    if type(outcome) is Failure:
+        halt = outcome.failure()
+        if type(halt) is not Terminate:
+            return await handler(halt)
+    return outcome

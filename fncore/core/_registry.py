@@ -7,10 +7,11 @@ unit test can call directly. Nothing runs at registration; the stack is built la
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, final, get_args, overload
 
+from fncore.core._checks import timeout_problem
 from fncore.core._errors import Position, RegistrationError
 from fncore.core._events import HookEventName
 from fncore.core._positions import (
@@ -33,6 +34,9 @@ from fncore.core._tools import Tool, ToolFunction
 Order: TypeAlias = Literal["outermost", "innermost"]
 """Pin a middleware to the outside or the inside of its position's onion."""
 
+Names: TypeAlias = list[str] | tuple[str, ...]
+"""A list of names (a bare string is a type error: write ``["name"]``)."""
+
 POSITIONS: tuple[Position, ...] = get_args(Position)
 HOOK_EVENTS: tuple[HookEventName, ...] = get_args(HookEventName)
 
@@ -50,7 +54,7 @@ _ToolEndH = TypeVar("_ToolEndH", bound=ToolEndHook)
 _CompactionH = TypeVar("_CompactionH", bound=CompactionHook)
 _ErrorH = TypeVar("_ErrorH", bound=ErrorHook)
 _Fn = TypeVar("_Fn", bound=Callable[..., object])
-_Source = TypeVar("_Source", bound=Callable[..., Iterable[Tool | ToolFunction]])
+_Source = TypeVar("_Source", bound=Callable[[], Iterable[Tool | ToolFunction]])
 
 AnyFunction: TypeAlias = Callable[..., Any]
 
@@ -199,8 +203,8 @@ class Registry:
         *,
         name: str | None = None,
         order: Order | None = None,
-        before: Sequence[str] = (),
-        after: Sequence[str] = (),
+        before: Names = (),
+        after: Names = (),
     ) -> Callable[[_Run], _Run]: ...
     @overload
     def on(
@@ -209,8 +213,8 @@ class Registry:
         *,
         name: str | None = None,
         order: Order | None = None,
-        before: Sequence[str] = (),
-        after: Sequence[str] = (),
+        before: Names = (),
+        after: Names = (),
     ) -> Callable[[_Reasoning], _Reasoning]: ...
     @overload
     def on(
@@ -219,8 +223,8 @@ class Registry:
         *,
         name: str | None = None,
         order: Order | None = None,
-        before: Sequence[str] = (),
-        after: Sequence[str] = (),
+        before: Names = (),
+        after: Names = (),
     ) -> Callable[[_ModelCall], _ModelCall]: ...
     @overload
     def on(
@@ -229,9 +233,9 @@ class Registry:
         *,
         name: str | None = None,
         order: Order | None = None,
-        before: Sequence[str] = (),
-        after: Sequence[str] = (),
-        tools: Sequence[str] | None = None,
+        before: Names = (),
+        after: Names = (),
+        tools: Names | None = None,
     ) -> Callable[[_ToolCall], _ToolCall]: ...
     @overload
     def on(
@@ -240,8 +244,8 @@ class Registry:
         *,
         name: str | None = None,
         order: Order | None = None,
-        before: Sequence[str] = (),
-        after: Sequence[str] = (),
+        before: Names = (),
+        after: Names = (),
     ) -> Callable[[_Compress], _Compress]: ...
     @overload
     def on(
@@ -250,8 +254,8 @@ class Registry:
         *,
         name: str | None = None,
         order: Order | None = None,
-        before: Sequence[str] = (),
-        after: Sequence[str] = (),
+        before: Names = (),
+        after: Names = (),
     ) -> Callable[[_SystemPrompt], _SystemPrompt]: ...
     def on(
         self,
@@ -259,9 +263,9 @@ class Registry:
         *,
         name: str | None = None,
         order: Order | None = None,
-        before: Sequence[str] = (),
-        after: Sequence[str] = (),
-        tools: Sequence[str] | None = None,
+        before: Names = (),
+        after: Names = (),
+        tools: Names | None = None,
     ) -> Callable[[_Fn], _Fn]:
         """Register the decorated async function as middleware at ``position``.
 
@@ -293,7 +297,12 @@ class Registry:
                     f"not {position!r}: drop tools= or register it at 'tool_call'"
                 )
                 raise RegistrationError(msg)
-            for hint, value in (("before", before), ("after", after)):
+            hinted: tuple[tuple[str, object], ...] = (
+                ("before", before),
+                ("after", after),
+                ("tools", tools),
+            )
+            for hint, value in hinted:
                 if isinstance(value, str):
                     msg = f"{where}: {hint}= takes a list of names: write {hint}=[{value!r}]"
                     raise RegistrationError(msg)
@@ -378,8 +387,9 @@ class Registry:
             if event not in HOOK_EVENTS:
                 msg = f"{where}: unknown hook event {event!r}; use one of: {', '.join(HOOK_EVENTS)}"
                 raise RegistrationError(msg)
-            if timeout is not None and timeout <= 0:
-                msg = f"{where}: timeout must be positive seconds, not {timeout!r}"
+            problem = None if timeout is None else timeout_problem(timeout, f"{where}: timeout")
+            if problem is not None:
+                msg = f"{problem} (or None for the agent's hook_timeout)"
                 raise RegistrationError(msg)
             check_signature(fn, 1, f"{event} hook", "(event)")
             self._hooks.append(HookRegistration(event, fn, name or _name_of(fn), timeout))

@@ -5,13 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, final
 
+from returns.result import Result
+
+from fncore.core._errors import AgentError
 from fncore.core._messages import Message
 from fncore.core._usage import Usage
 from fncore.core._value import value
 
-StopReason: TypeAlias = Literal["completed", "tool_required", "terminated"]
+StopReason: TypeAlias = Literal["completed", "tool_required", "terminated", "awaiting_tools"]
 """``completed``: the model answered with text. ``tool_required``: ``tool_choice`` was
-``required`` and the calls ran. ``terminated``: a middleware returned ``Terminate``."""
+``required`` and the calls ran. ``terminated``: a middleware returned ``Terminate``.
+``awaiting_tools``: the model asked for tools and automatic invocation is off
+(``LoopSettings(enabled=False)``); the last message holds the calls, unexecuted."""
 
 
 @final
@@ -35,3 +40,7 @@ class RunResult:
     """How many model rounds ran."""
     stop_reason: StopReason = "completed"
     """Why the run stopped."""
+
+
+RunOutcome: TypeAlias = Result[RunResult, AgentError]
+"""What ``Agent.run`` returns: ``Success(RunResult)`` or ``Failure(AgentError)``."""

@@ -1,4 +1,4 @@
-"""Typed per-run state, so middleware keep no state on themselves."""
+"""Typed state in two scopes (the reply and the session), so middleware keep none on themselves."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ _T = TypeVar("_T")
 
 @final
 class StateKey(Generic[_T]):
-    """A typed key into `RunState`; create one per piece of state, at module level.
+    """A typed key into a `State`; create one per piece of state, at module level.
 
     Example:
         >>> CALLS = StateKey("calls", default=lambda: 0)
-        >>> state = RunState()
+        >>> state = State()
         >>> state.set(CALLS, state.get(CALLS) + 1)
         >>> state.get(CALLS)
         1
@@ -31,11 +31,12 @@ class StateKey(Generic[_T]):
 
 
 @final
-class RunState:
-    """State of one run, shared by every middleware of that run and by no other run.
+class State:
+    """Typed values shared by the middleware of one run, and by no other run.
 
-    It starts from the session's saved state (if the run has a session) and is saved back
-    only when the run succeeds, so a failed run never corrupts stored state.
+    A run has two: ``ctx.run.state`` for the reply (fresh for every run, dropped when it
+    ends) and ``ctx.run.session_state`` for the session (loaded with the session, committed
+    with it only when the run succeeds, so a failed run never corrupts stored state).
     """
 
     __slots__ = ("_values",)

@@ -9,9 +9,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, final, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from returns.result import Failure, Result, Success
 
+from fncore.core._checks import timeout_problem
 from fncore.core._errors import RegistrationError
 from fncore.core._model import ToolSpec
 from fncore.core._value import value
@@ -70,11 +71,26 @@ def _docstring_parts(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), params
 
 
+def _check_describable(tool_name: str, param: str, annotation: Any) -> None:
+    try:
+        TypeAdapter(annotation).json_schema()
+    except Exception as exc:
+        msg = (
+            f"tool {tool_name!r}: parameter {param!r} is annotated {annotation!r}, which pydantic "
+            f"cannot validate or describe as JSON schema ({type(exc).__name__}); use a "
+            "JSON-friendly type: str, int, float, bool, list, dict, Literal, a pydantic model, "
+            "a dataclass or a TypedDict"
+        )
+        raise RegistrationError(msg) from None
+
+
 def to_content(value: object) -> str:
     """Turn a tool's return value into text for the model.
 
     Strings pass through, pydantic models become JSON, anything else goes through
-    ``json.dumps`` (falling back to ``str``).
+    ``json.dumps`` (falling back to ``str``). It can raise (a ``__str__`` that raises, a
+    value too deeply nested, a model that cannot be serialised): the agent calls it inside
+    the tool's failure boundary, so that becomes an error result.
 
     Example:
         >>> to_content({"sum": 5})
@@ -141,6 +157,10 @@ class Tool:
         timeout: float | None = None,
         inline: bool = False,
     ) -> None:
+        if timeout is not None:
+            problem = timeout_problem(timeout, f"tool {name!r}: timeout")
+            if problem is not None:
+                raise RegistrationError(f"{problem} (or None for the agent's tool_timeout)")
         self.function = function
         self.name = name
         self.args_model = args_model
@@ -150,7 +170,14 @@ class Tool:
         """Whether a sync function runs directly on the event loop (not in a thread)."""
         self._fields = tuple(args_model.model_fields)
         self._validator = args_model.__pydantic_validator__
-        schema = args_model.model_json_schema()
+        try:
+            schema = args_model.model_json_schema()
+        except Exception as exc:
+            msg = (
+                f"tool {name!r}: its arguments model {args_model.__name__} has no JSON schema "
+                f"({type(exc).__name__}: {exc})"
+            )
+            raise RegistrationError(msg) from exc
         schema.pop("title", None)
         strict = all(f.is_required() for f in args_model.model_fields.values())
         self.spec = ToolSpec(name, description, schema, strict)
@@ -176,7 +203,9 @@ class Tool:
                 worker thread; for quick pure functions only.
 
         Raises:
-            RegistrationError: if a parameter has no annotation or is ``*args``/``**kwargs``.
+            RegistrationError: if a parameter has no annotation, is ``*args``/``**kwargs``,
+                or has a type pydantic cannot validate and describe as JSON schema; or if
+                ``timeout`` is not a positive, finite number of seconds.
         """
         tool_name: str = name or str(getattr(function, "__name__", ""))
         if not tool_name.isidentifier() and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
@@ -198,6 +227,7 @@ class Tool:
                     "annotate it so its schema can be built"
                 )
                 raise RegistrationError(msg)
+            _check_describable(tool_name, param.name, hints[param.name])
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (
                 hints[param.name],

@@ -2,7 +2,7 @@
 
 from fncore.runtime._agent import Agent, Prompt
 from fncore.runtime._scope import current_metadata, current_run
-from fncore.runtime._sessions import InMemorySessionStore, Session, SessionStore
+from fncore.runtime._sessions import InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription
 from fncore.runtime._stream import RunStream
 
@@ -11,7 +11,6 @@ __all__ = [
     "InMemorySessionStore",
     "Prompt",
     "RunStream",
-    "Session",
     "SessionStore",
     "StackDescription",
     "current_metadata",

@@ -2,37 +2,50 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final, overload
 
-from returns.result import Failure, Result, Success
+from returns.result import Failure, Success
 
 from fncore.core import (
-    AgentError,
     Emit,
     ErrorRaised,
+    InvalidHistory,
     Message,
     Model,
     ModelSettings,
     Registry,
     RunEnd,
     RunInfo,
+    RunOutcome,
     RunResult,
     RunStart,
-    RunState,
+    Session,
+    SessionConflict,
+    SessionError,
+    SessionUpdate,
+    State,
     Terminate,
     Tool,
     ToolChoice,
     ToolFunction,
+    open_calls,
 )
-from fncore.core._loop import LoopSettings, terminated
+from fncore.core._contexts import RunRecord
+from fncore.core._fold import short_repr
+from fncore.core._loop import LoopSettings, terminated_after
+from fncore.core._pairing import unanswered
 from fncore.core._registry import default_registry
+from fncore.core._session import pending_calls, remember_pending
+from fncore.runtime._engine import session_state
+from fncore.runtime._finish import finish
 from fncore.runtime._hooks import notify
 from fncore.runtime._scope import _CURRENT
-from fncore.runtime._sessions import InMemorySessionStore, Session, SessionStore
+from fncore.runtime._sessions import InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription, build_engine
 from fncore.runtime._stream import RunStream
 
@@ -55,6 +68,10 @@ def _as_messages(prompt: Prompt) -> tuple[Message, ...]:
     return tuple(prompt)
 
 
+def _store_name(store: object) -> str:
+    return type(store).__name__
+
+
 @final
 class Agent:
     """An LLM agent whose every step passes through the registered middleware.
@@ -65,6 +82,7 @@ class Agent:
 
     Args:
         model: The model to call; by default the container's (configuration ``model.kind``).
+            Without a container, a model is required.
         registry: Where the middleware, hooks and tools come from; by default the
             container's registry, which is the module-level default registry.
         container: The dependency-injection container that middleware parameters are
@@ -102,6 +120,36 @@ class Agent:
         "container",
     )
 
+    @overload
+    def __init__(
+        self,
+        model: Model,
+        *,
+        registry: Registry | None = None,
+        container: containers.Container | None = None,
+        tools: Iterable[Tool | ToolFunction] = (),
+        additional_tools: Iterable[Tool | ToolFunction] = (),
+        instructions: str | None = None,
+        settings: LoopSettings | None = None,
+        tool_choice: ToolChoice = "auto",
+        model_settings: ModelSettings | None = None,
+        sessions: SessionStore | None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        model: None = None,
+        *,
+        registry: Registry | None = None,
+        container: containers.Container,
+        tools: Iterable[Tool | ToolFunction] = (),
+        additional_tools: Iterable[Tool | ToolFunction] = (),
+        instructions: str | None = None,
+        settings: LoopSettings | None = None,
+        tool_choice: ToolChoice = "auto",
+        model_settings: ModelSettings | None = None,
+        sessions: SessionStore | None = None,
+    ) -> None: ...
     def __init__(
         self,
         model: Model | None = None,
@@ -163,6 +211,11 @@ class Agent:
         """Every tool the agent can run, by name."""
         return self._engine.tools
 
+    @property
+    def sessions(self) -> SessionStore:
+        """Where this agent's sessions live."""
+        return self._sessions
+
     async def aclose(self) -> None:
         """Release the model's connections, if it holds any (it has an ``aclose``).
 
@@ -178,7 +231,7 @@ class Agent:
         """The built stack: each position's middleware, outermost first; ``str()`` it."""
         return self._description
 
-    def run(
+    async def run(
         self,
         prompt: Prompt,
         *,
@@ -186,23 +239,26 @@ class Agent:
         session_id: str | None = None,
         tool_choice: ToolChoice | None = None,
         model_settings: ModelSettings | None = None,
-    ) -> Coroutine[Any, Any, Result[RunResult, AgentError]]:
-        """Run the agent to its final answer: ``outcome = await agent.run(...)``.
+    ) -> RunOutcome:
+        """Run the agent to its final answer.
 
         Args:
             prompt: The user's text, a message, or several messages.
             metadata: Request metadata, visible to every middleware of this run (through
                 ``ctx.run.metadata`` and `current_metadata`) and to no other run.
-            session_id: Continue this session: its history is prepended and its state
-                restored; both are saved back only if the run succeeds.
+            session_id: Continue this session: its history comes before ``prompt`` and its
+                session-scoped state is restored; the run commits both back only if it
+                succeeds (see "Sessions" in the loop docs for the commit point).
             tool_choice: This run's tool choice (default: the agent's).
             model_settings: This run's sampling settings (default: the agent's).
 
         Returns:
             ``Success(RunResult)``, or ``Failure(AgentError)``. Nothing raises except
-            cancellation.
+            cancellation (and a ``KeyboardInterrupt`` or ``SystemExit`` raised inside,
+            which propagates unchanged). A ``CancelledError`` means the turn was not
+            committed.
         """
-        return self._execute(prompt, metadata, session_id, tool_choice, model_settings, None)
+        return await self._execute(prompt, metadata, session_id, tool_choice, model_settings, None)
 
     def stream(
         self,
@@ -232,59 +288,182 @@ class Agent:
         tool_choice: ToolChoice | None,
         model_settings: ModelSettings | None,
         emit: Emit | None,
-    ) -> Result[RunResult, AgentError]:
+    ) -> RunOutcome:
         engine = self._engine
         hooks = engine.hooks
         new_input = _as_messages(prompt)
-        history: tuple[Message, ...] = ()
-        state = RunState()
+        session: Session | None = None
         if session_id is not None:
-            try:
-                saved = await self._sessions.load(session_id)
-            except Exception as exc:
-                return Failure(_store_error("load", session_id, exc))
-            if saved is not None:
-                history = saved.messages
-                state = RunState(saved.state)
+            loaded = await self._load(session_id)
+            if type(loaded) is not Session:
+                return Failure(loaded)
+            session = loaded
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
-        run = RunInfo(f"{_RUN_PREFIX}-{next(_run_ids)}", meta, state, emit, session_id)
-        messages = (*history, *new_input) if history else new_input
+        run = RunInfo(
+            f"{_RUN_PREFIX}-{next(_run_ids)}",
+            meta,
+            State(),
+            emit,
+            session_id,
+            State() if session is None else session_state(session),
+        )
         token = _CURRENT.set(run)
         try:
             if hooks.run_start:
-                await notify(hooks.run_start, RunStart(run, messages))
+                history = () if session is None else session.messages
+                await notify(hooks.run_start, RunStart(run, (*history, *new_input)))
+            record = RunRecord() if engine.has_run_layers else None
+            if record is not None:
+                record.session = session
             outcome = await engine.run(
                 run,
-                messages,
+                new_input,
+                session,
                 tool_choice if tool_choice is not None else self._default_choice,
                 model_settings if model_settings is not None else self._default_settings,
+                record,
             )
             if type(outcome) is Failure:
                 halt = outcome.failure()
                 if type(halt) is Terminate:
-                    outcome = Success(terminated(halt))
-            result: Result[RunResult, AgentError] = outcome  # type: ignore[assignment]
-            if session_id is not None and type(result) is Success:
-                done = result.unwrap()
-                try:
-                    await self._sessions.save(
-                        session_id, Session((*messages, *done.messages), state.snapshot())
-                    )
-                except Exception as exc:
-                    result = Failure(_store_error("save", session_id, exc))
-            if hooks.error and type(result) is Failure:
-                await notify(hooks.error, ErrorRaised(run, result.failure()))
-            if hooks.run_end:
-                await notify(hooks.run_end, RunEnd(run, result))
+                    inner = None if record is None else record.outcome
+                    outcome = Success(terminated_after(halt, inner))
+            result: RunOutcome = outcome  # type: ignore[assignment]
+            if record is not None and record.run is not None:
+                session, new_input, run = record.session, record.input, record.run
+            if session is not None and type(result) is Success:
+                result = await self._commit(session, new_input, result.unwrap(), run)
+            if hooks.run_end or (hooks.error and type(result) is Failure):
+                await self._after(run, result)
             return result
         finally:
             _CURRENT.reset(token)
 
+    async def _load(self, session_id: str) -> Session | SessionError:
+        store = self._sessions
+        try:
+            loaded = await store.load(session_id)
+        except Exception as exc:
+            return SessionError(
+                message=(
+                    f"the session store could not load session {session_id!r}: "
+                    f"{type(exc).__name__}: {exc}; nothing ran"
+                ),
+                session_id=session_id,
+            )
+        if loaded is None:
+            return Session(session_id)
+        if (
+            type(cast(object, loaded)) is not Session
+            or type(cast(object, loaded.messages)) is not tuple
+        ):
+            return SessionError(
+                message=(
+                    f"session store {_store_name(store)} returned {short_repr(loaded)} from "
+                    f"load({session_id!r}); it must return a Session (with a tuple of "
+                    "messages) or None"
+                ),
+                session_id=session_id,
+            )
+        return loaded
 
-def _store_error(action: str, session_id: str, exc: Exception) -> AgentError:
-    return AgentError(
-        message=(
-            f"the session store could not {action} session {session_id!r}: "
-            f"{type(exc).__name__}: {exc}; the session is unchanged"
+    async def _commit(
+        self, session: Session, new_input: tuple[Message, ...], done: RunResult, run: RunInfo
+    ) -> RunOutcome:
+        """Commit the turn: the commit point of a run with a session.
+
+        Before it, a failure or a cancellation leaves the session as it was. The commit
+        itself runs to its end even if the run is cancelled meanwhile; a cancellation then
+        propagates only if nothing was committed, so a ``CancelledError`` always means
+        "not committed".
+        """
+        if session.version:  # the store has the history: append to it
+            keep, append = len(session.messages), new_input + done.messages
+            pending = pending_calls(session)
+        else:  # a new session (perhaps forked with a history): write it all
+            keep, append, pending = 0, session.messages + new_input + done.messages, ()
+        found = (
+            pending if type(pending) is InvalidHistory else open_calls(append, pending, offset=keep)  # type: ignore[arg-type]
         )
+        if type(found) is InvalidHistory:
+            return Failure(_not_saved(found))
+        if found and done.stop_reason != "awaiting_tools":
+            return Failure(_not_saved(unanswered(found)))  # type: ignore[arg-type]
+        update = SessionUpdate(
+            session.id, session.version, keep, append, run.session_state.snapshot()
+        )
+        store = self._sessions
+        ended, cancels = await finish(store.commit(update))
+        if type(ended) is Failure:
+            exc = ended.failure()
+            outcome: RunOutcome = Failure(
+                SessionError(
+                    message=(
+                        f"the session store could not commit session {session.id!r}: "
+                        f"{type(exc).__name__}: {exc}; the session is unchanged"
+                    ),
+                    session_id=session.id,
+                )
+            )
+        else:
+            saved = ended.unwrap()
+            if saved is None:
+                outcome = Failure(
+                    SessionConflict(
+                        message=(
+                            f"session {session.id!r} changed since this run loaded it at version "
+                            f"{session.version}; nothing was saved: run the turn again"
+                        ),
+                        session_id=session.id,
+                        version=session.version,
+                    )
+                )
+            elif type(cast(object, saved)) is not Session:
+                outcome = Failure(
+                    SessionError(
+                        message=(
+                            f"session store {_store_name(store)} returned {short_repr(saved)} "
+                            "from commit(); it must return the new Session, or None on a "
+                            "conflict"
+                        ),
+                        session_id=session.id,
+                    )
+                )
+            else:
+                if len(saved.messages) == keep + len(append):
+                    remember_pending(saved, found)  # type: ignore[arg-type]
+                _absorb(cancels)
+                return Success(done)
+        if cancels:
+            raise asyncio.CancelledError
+        return outcome
+
+    async def _after(self, run: RunInfo, result: RunOutcome) -> None:
+        """Run the ``error`` and ``run_end`` hooks: after the commit, nothing undoes it.
+
+        A cancellation that arrives now cuts the hooks short; the run still returns its
+        (committed) outcome.
+        """
+        hooks = self._engine.hooks
+        try:
+            if hooks.error and type(result) is Failure:
+                await notify(hooks.error, ErrorRaised(run, result.failure()))
+            if hooks.run_end:
+                await notify(hooks.run_end, RunEnd(run, result))
+        except asyncio.CancelledError:
+            _absorb(1)
+
+
+def _absorb(cancels: int) -> None:
+    """Withdraw ``cancels`` cancellation requests of the current task: the run returns."""
+    task = asyncio.current_task()
+    if task is not None:
+        for _ in range(cancels):
+            task.uncancel()
+
+
+def _not_saved(error: InvalidHistory) -> InvalidHistory:
+    return InvalidHistory(
+        message=f"the run's transcript was not saved to its session: {error.message}",
+        position="run",
     )

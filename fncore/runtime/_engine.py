@@ -6,23 +6,22 @@ the tools, the hooks), applies timeouts and concurrency, and streams events.
 
 from __future__ import annotations
 
-import asyncio
+import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import BaseModel
 from returns.result import Failure, Success
 
 from fncore.core import (
     AgentError,
     Compaction,
     CompressContext,
-    Emit,
+    EventMapFailed,
+    InvalidHistory,
     Message,
     Model,
     ModelCallContext,
-    ModelError,
     ModelRequest,
     ModelResponse,
     ModelSettings,
@@ -34,34 +33,35 @@ from fncore.core import (
     RunContext,
     RunInfo,
     RunResult,
+    Session,
+    State,
     SystemPromptContext,
     Terminate,
     Tool,
     ToolCallContext,
     ToolChoice,
-    ToolEnd,
     ToolResult,
     ToolResultPart,
-    ToolResultReady,
     ToolSpec,
-    ToolStart,
-    to_content,
+    check_pairing,
 )
+from fncore.core._contexts import RoundNote, RunRecord
 from fncore.core._fold import Handler, Layer, Step, chain_steps, fold_onion
 from fncore.core._loop import (
     Fail,
     Finish,
     LoopSettings,
     LoopState,
-    Ready,
-    Rejected,
     on_response,
     on_terminate,
     on_tool_results,
     replace_history,
     start,
 )
+from fncore.core._session import pending_calls
 from fncore.runtime._hooks import HookEntry, notify
+from fncore.runtime._model_call import ask, checked, raised_by
+from fncore.runtime._tool_run import ToolRunner
 
 NamedLayer = tuple[str, Layer[Any, Any]]
 
@@ -92,6 +92,31 @@ class Hooks:
     error: tuple[HookEntry, ...] = ()
 
 
+def session_state(session: Session | None) -> State:
+    """A fresh `State` holding a deep copy of ``session``'s state (empty without one)."""
+    if session is None or not session.state:
+        return State()
+    return State(copy.deepcopy(dict(session.state)))
+
+
+def _messages_ok(ctx: CompressContext, value: object) -> bool:
+    """A compressed history is a tuple of messages (unchanged, or checked one by one)."""
+    return value is ctx.messages or all(type(m) is Message for m in value)  # type: ignore[attr-defined]
+
+
+def _halted(
+    halt: Terminate | AgentError, state: LoopState, results: tuple[ToolResultPart, ...] = ()
+) -> Outcome[RunResult]:
+    """A termination ends the run with its output (closing a tool round); an error fails it."""
+    if type(halt) is Terminate:
+        return Success(on_terminate(state, halt, results))
+    return Failure(halt)
+
+
+async def _keep_history(ctx: CompressContext) -> Outcome[tuple[Message, ...]]:
+    return Success(ctx.messages)
+
+
 class Engine:
     """The folded handlers of one stack, and the loop that drives them.
 
@@ -103,14 +128,15 @@ class Engine:
         "_compress",
         "_instructions",
         "_model_call",
+        "_noted",
         "_reasoning",
+        "_run_onion",
         "_specs",
         "_system_prompt",
-        "_tool_handlers",
+        "_tools_run",
         "hooks",
         "model",
         "offered",
-        "run",
         "settings",
         "tools",
     )
@@ -137,52 +163,86 @@ class Engine:
             tuple(t.spec for t in offered),
         )
         per_tool = layers.tool_call or {}
-        self._tool_handlers: dict[str, Handler[ToolCallContext, ToolResult]] = {
-            name: fold_onion("tool_call", per_tool[name], self._tool_layer_end)
-            for name in tools
-            if per_tool.get(name)
-        }
+        self._tools_run = ToolRunner(
+            settings,
+            {
+                name: fold_onion("tool_call", per_tool[name], self._tool_layer_end, ToolResult)
+                for name in tools
+                if per_tool.get(name)
+            },
+            hooks.tool_start,
+            hooks.tool_end,
+        )
         self._model_call: Handler[ModelCallContext, ModelResponse] | None = (
-            fold_onion("model_call", layers.model_call, _call_model) if layers.model_call else None
+            fold_onion("model_call", layers.model_call, self._call_model, ModelResponse)
+            if layers.model_call
+            else None
         )
         self._system_prompt: Callable[[SystemPromptContext, str], Awaitable[Outcome[str]]] | None
         self._system_prompt = chain_steps("system_prompt", layers.system_prompt)
         self._reasoning: Handler[ReasoningContext, ModelResponse] | None = (
-            fold_onion("reasoning", layers.reasoning, self._reasoning_end)
+            fold_onion("reasoning", layers.reasoning, self._reasoning_end, ModelResponse)
             if layers.reasoning
             else None
         )
+        self._noted = bool(layers.reasoning or layers.model_call)
+        """Whether a round needs a `RoundNote` (middleware may change what is sent)."""
         self._compress: Handler[CompressContext, tuple[Message, ...]] | None = (
-            fold_onion("compress_context", layers.compress_context, _keep_history)
+            fold_onion(
+                "compress_context", layers.compress_context, _keep_history, tuple, _messages_ok
+            )
             if layers.compress_context
             else None
         )
-        self.run: Callable[
-            [RunInfo, tuple[Message, ...], ToolChoice, ModelSettings],
-            Awaitable[Outcome[RunResult]],
-        ] = self._loop
-        """Run through the ``run`` onion and the loop inside it."""
-        if layers.run:
-            onion = fold_onion("run", layers.run, self._run_end)
+        self._run_onion: Handler[RunContext, RunResult] | None = (
+            fold_onion("run", layers.run, self._run_end, RunResult) if layers.run else None
+        )
 
-            def run_onion(
-                run: RunInfo,
-                messages: tuple[Message, ...],
-                tool_choice: ToolChoice,
-                settings: ModelSettings,
-            ) -> Awaitable[Outcome[RunResult]]:
-                return onion(RunContext(run, messages, tool_choice, settings))
+    @property
+    def has_run_layers(self) -> bool:
+        """Whether ``run`` middleware wrap the loop (they may change what the run commits)."""
+        return self._run_onion is not None
 
-            self.run = run_onion
+    async def run(
+        self,
+        run: RunInfo,
+        messages: tuple[Message, ...],
+        session: Session | None,
+        tool_choice: ToolChoice,
+        settings: ModelSettings,
+        record: RunRecord | None,
+    ) -> Outcome[RunResult]:
+        """Run through the ``run`` onion (if any) and the loop inside it.
+
+        ``record`` (required when there are ``run`` middleware) receives what the loop ran
+        with: the input, the session and the run, as the middleware left them.
+        """
+        if self._run_onion is None:
+            return await self._loop(run, session, messages, tool_choice, settings)
+        return await self._run_onion(
+            RunContext(run, messages, tool_choice, settings, session, record or RunRecord())
+        )
 
     # -- innermost handlers ------------------------------------------------------------
 
-    def _run_end(self, ctx: RunContext) -> Awaitable[Outcome[RunResult]]:
-        return self._loop(ctx.run, ctx.messages, ctx.tool_choice, ctx.settings)
+    async def _run_end(self, ctx: RunContext) -> Outcome[RunResult]:
+        record = ctx._record
+        run = ctx.run
+        session = ctx.session
+        if session is not record.session:  # a run middleware moved the run to another session
+            run = replace(
+                run,
+                session_id=None if session is None else session.id,
+                session_state=session_state(session),
+            )
+        record.session, record.input, record.run = session, ctx.messages, run
+        outcome = await self._loop(run, session, ctx.messages, ctx.tool_choice, ctx.settings)
+        record.outcome = outcome
+        return outcome
 
     def _reasoning_end(self, ctx: ReasoningContext) -> Awaitable[Outcome[ModelResponse]]:
         return self._reason(
-            ctx.run, ctx.round, ctx.messages, ctx.tools, ctx.tool_choice, ctx.settings
+            ctx.run, ctx.round, ctx.messages, ctx.tools, ctx.tool_choice, ctx.settings, ctx._note
         )
 
     async def _reason(
@@ -193,7 +253,15 @@ class Engine:
         tools: tuple[Tool, ...],
         tool_choice: ToolChoice,
         settings: ModelSettings,
+        note: RoundNote | None,
     ) -> Outcome[ModelResponse]:
+        if note is not None:
+            if messages is not note.history:  # a reasoning middleware changed the history
+                broken = check_pairing(messages)
+                if broken is not None:
+                    return Failure(replace(broken, position="reasoning"))
+                note.history = messages
+            note.tool_choice = tool_choice
         prompt = self._instructions
         if self._system_prompt is not None:
             assembled = await self._system_prompt(
@@ -207,53 +275,43 @@ class Engine:
             specs = tuple(t.spec for t in tools)
         request = ModelRequest(messages, prompt, specs, tool_choice, settings)
         if self._model_call is not None:
-            return await self._model_call(ModelCallContext(run, request, self.model))
-        # No model_call middleware: the body of `_call_model`, inlined to save a frame.
+            return await self._model_call(ModelCallContext(run, request, self.model, note))  # type: ignore[arg-type]
+        # No model_call middleware: `ask`'s common path, inlined to save a frame per round.
         if run.emit is not None:
-            return await _stream(self.model, request, run.emit)
+            return await ask(self.model, request, run.emit)
+        model = self.model
         try:
-            return await self.model.request(request)
+            out: Any = await model.request(request)
         except Exception as exc:
-            return Failure(_raised(self.model, exc))
+            return Failure(raised_by(model, exc))
+        if type(out) is Success:
+            answer = out._inner_value
+            if type(answer) is ModelResponse:
+                message: object = answer.message
+                if type(message) is Message and message.role == "assistant":
+                    return out
+        return checked(model, out)
+
+    async def _call_model(self, ctx: ModelCallContext) -> Outcome[ModelResponse]:
+        note = ctx._note
+        request = ctx.request
+        if request.messages is not note.history:  # not the loop's checked history
+            broken = check_pairing(request.messages)
+            if broken is not None:
+                return Failure(replace(broken, position="model_call"))
+            note.history = request.messages
+        note.tool_choice = request.tool_choice
+        return await ask(ctx.model, request, ctx.run.emit)
 
     async def _tool_layer_end(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
-        return Success(await self._invoke(ctx.tool, ctx.args))
-
-    async def _invoke(self, tool: Tool, args: BaseModel) -> ToolResult:
-        timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
-        try:
-            if tool.inline:
-                value = tool.function(**tool.keywords(args))
-            else:
-                pending = (
-                    tool.function(**tool.keywords(args))
-                    if tool.is_async
-                    else asyncio.to_thread(tool.function, **tool.keywords(args))
-                )
-                if timeout is None:
-                    value = await pending  # type: ignore[misc]
-                else:
-                    scope = asyncio.timeout(timeout)
-                    try:
-                        async with scope:
-                            value = await pending  # type: ignore[misc]
-                    except TimeoutError:
-                        if not scope.expired():
-                            raise  # the tool's own TimeoutError: a failure like any other
-                        text = f"Tool {tool.name!r} timed out after {timeout}s."
-                        return ToolResult(text, is_error=True)
-        except Exception as exc:
-            detail = (
-                f": {type(exc).__name__}: {exc}" if self.settings.include_detailed_errors else ""
-            )
-            return ToolResult(f"Tool {tool.name!r} failed{detail}.", is_error=True)
-        return ToolResult(to_content(value))
+        return Success(await self._tools_run.invoke(ctx.tool, ctx.args))
 
     # -- the loop ------------------------------------------------------------------------
 
     async def _loop(
         self,
         run: RunInfo,
+        session: Session | None,
         messages: tuple[Message, ...],
         tool_choice: ToolChoice,
         model_settings: ModelSettings,
@@ -261,157 +319,118 @@ class Engine:
         settings = self.settings
         hooks = self.hooks
         emit = run.emit
-        started = start(messages)
+        if session is None:
+            started = start(messages)
+        else:
+            pending = pending_calls(session)
+            if type(pending) is InvalidHistory:
+                return Failure(
+                    replace(pending, message=f"session {session.id!r}: {pending.message}")
+                )
+            started = start(messages, session.messages, pending)  # type: ignore[arg-type]
         if type(started) is Fail:
             return Failure(started.error)
         state: LoopState = started
+        tools_run = self._tools_run
         while True:
             round_no = state.round
             if emit is not None:
-                emit(RoundStarted(round_no))
+                try:
+                    emit(RoundStarted(round_no))
+                except EventMapFailed as failed:
+                    return Failure(failed.error)
             if hooks.round_start:
                 await notify(hooks.round_start, RoundStart(run, round_no))
             if self._compress is not None:
-                compressed = await self._compress(CompressContext(run, round_no, state.history))
-                if type(compressed) is Failure:
-                    return _halted(compressed.failure(), state)
-                history = compressed.unwrap()
-                if history != state.history:
-                    replaced = replace_history(state, history)
-                    if type(replaced) is Fail:
-                        return Failure(replaced.error)
-                    if hooks.compaction:
-                        await notify(hooks.compaction, Compaction(run, state.history, history))
-                    state = replaced
+                compacted = await self._compact(run, round_no, state)
+                if type(compacted) is not LoopState:
+                    return compacted
+                state = compacted
+            note: RoundNote | None = None
+            if self._noted:
+                note = RoundNote()
+                note.history = state.history
             if self._reasoning is None:
                 reasoned = await self._reason(
-                    run, round_no, state.history, self.offered, tool_choice, model_settings
+                    run, round_no, state.history, self.offered, tool_choice, model_settings, note
                 )
             else:
                 reasoned = await self._reasoning(
                     ReasoningContext(
-                        run, round_no, state.history, self.offered, tool_choice, model_settings
+                        run,
+                        round_no,
+                        state.history,
+                        self.offered,
+                        tool_choice,
+                        model_settings,
+                        note,  # type: ignore[arg-type]
                     )
                 )
             if type(reasoned) is Failure:
                 return _halted(reasoned.failure(), state)
             response: ModelResponse = reasoned.unwrap()
+            message: object = response.message
+            if type(message) is not Message:
+                return Failure(
+                    AgentError(
+                        message=(
+                            f"the round's ModelResponse holds a {type(message).__name__} "
+                            "as its message, not a Message"
+                        ),
+                        position="reasoning" if self._reasoning is not None else "model_call",
+                    )
+                )
+            choice = tool_choice if note is None or note.tool_choice is None else note.tool_choice
+            state, decision = on_response(state, response, self.tools, choice, settings)
             if emit is not None:
-                emit(RoundFinished(round_no, response))
-            state, decision = on_response(state, response, self.tools, tool_choice, settings)
+                kept = state.new[-1]
+                if kept is not response.message:  # the loop gave calls unique ids
+                    response = replace(response, message=kept)
+                try:
+                    emit(RoundFinished(round_no, response))
+                except EventMapFailed as failed:
+                    return Failure(failed.error)
             if type(decision) is Finish:
                 return Success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
             calls = decision.calls  # type: ignore[union-attr]
             if len(calls) == 1:
-                part, halt = await self._one_tool(run, calls[0])
+                part, halt = await tools_run.one(run, calls[0])
                 results: tuple[ToolResultPart, ...] = (part,)
             else:
-                results, halt = await self._many_tools(run, calls)
+                results, halt = await tools_run.many(run, calls)
             if halt is not None:
                 return _halted(halt, state, results)
-            state, decision = on_tool_results(state, results, tool_choice, settings)
+            state, decision = on_tool_results(state, results, choice, settings)
             if type(decision) is Finish:
                 return Success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
 
-    async def _many_tools(
-        self, run: RunInfo, calls: tuple[Ready | Rejected, ...]
-    ) -> tuple[tuple[ToolResultPart, ...], Terminate | AgentError | None]:
-        limit = asyncio.Semaphore(self.settings.max_concurrent_tools)
-
-        async def bounded(item: Ready | Rejected) -> tuple[ToolResultPart, Any]:
-            async with limit:
-                return await self._one_tool(run, item)
-
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(bounded(item)) for item in calls]
-        done = [t.result() for t in tasks]
-        halts = [h for _, h in done if h is not None]
-        halt = next((h for h in halts if type(h) is not Terminate), halts[0] if halts else None)
-        return tuple(p for p, _ in done), halt
-
-    async def _one_tool(
-        self, run: RunInfo, item: Ready | Rejected
-    ) -> tuple[ToolResultPart, Terminate | AgentError | None]:
-        if type(item) is Rejected:
-            part = item.result
-            if run.emit is not None:
-                run.emit(ToolResultReady(part))
-            return part, None
-        call = item.call
-        hooks = self.hooks
-        if hooks.tool_start:
-            await notify(hooks.tool_start, ToolStart(run, call))
-        halt: Terminate | AgentError | None = None
-        handler = self._tool_handlers.get(call.name)
-        if handler is None:
-            result = await self._invoke(item.tool, item.args)
-            part = ToolResultPart(call.id, call.name, result.content, result.is_error)
-        else:
-            out = await handler(ToolCallContext(run, call, item.tool, item.args))
-            if type(out) is Success:
-                result = out.unwrap()
-                part = ToolResultPart(call.id, call.name, result.content, result.is_error)
-            else:
-                halt = out.failure()
-                if type(halt) is Terminate:
-                    part = ToolResultPart(call.id, call.name, halt.output)
-                else:
-                    part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
-        if run.emit is not None:
-            run.emit(ToolResultReady(part))
-        if hooks.tool_end:
-            await notify(hooks.tool_end, ToolEnd(run, call, part))
-        return part, halt
-
-
-def _halted(
-    halt: Terminate | AgentError, state: LoopState, results: tuple[ToolResultPart, ...] = ()
-) -> Outcome[RunResult]:
-    """A termination ends the run with its output (closing a tool round); an error fails it."""
-    if type(halt) is Terminate:
-        return Success(on_terminate(state, halt, results))
-    return Failure(halt)
-
-
-async def _keep_history(ctx: CompressContext) -> Outcome[tuple[Message, ...]]:
-    return Success(ctx.messages)
-
-
-async def _call_model(ctx: ModelCallContext) -> Outcome[ModelResponse]:
-    emit = ctx.run.emit
-    if emit is not None:
-        return await _stream(ctx.model, ctx.request, emit)
-    try:
-        return await ctx.model.request(ctx.request)
-    except Exception as exc:
-        return Failure(_raised(ctx.model, exc))
-
-
-def _raised(model: Model, exc: Exception) -> ModelError:
-    return ModelError(
-        message=f"model {model.name!r} raised {type(exc).__name__}: {exc}",
-        position="model_call",
-    )
-
-
-async def _stream(model: Model, request: ModelRequest, emit: Emit) -> Outcome[ModelResponse]:
-    try:
-        async for item in model.stream(request):
-            if type(item) is ModelResponse:
-                return Success(item)
-            if isinstance(item, ModelError):
-                return Failure(item)
-            emit(item)
-    except Exception as exc:
-        return Failure(_raised(model, exc))
-    return Failure(
-        ModelError(
-            message=f"model {model.name!r} ended its stream without a response",
-            position="model_call",
-            retryable=True,
+    async def _compact(
+        self, run: RunInfo, round_no: int, state: LoopState
+    ) -> LoopState | Outcome[RunResult]:
+        """Run ``compress_context`` (it sees the assembled system prompt); the new state."""
+        prompt = self._instructions
+        if self._system_prompt is not None:
+            assembled = await self._system_prompt(
+                SystemPromptContext(run, round_no, state.history), prompt
+            )
+            if type(assembled) is Failure:
+                return _halted(assembled.failure(), state)
+            prompt = assembled.unwrap()
+        compressed = await self._compress(  # type: ignore[misc]
+            CompressContext(run, round_no, state.history, prompt)
         )
-    )
+        if type(compressed) is Failure:
+            return _halted(compressed.failure(), state)
+        history = compressed.unwrap()
+        if history is state.history:
+            return state
+        replaced = replace_history(state, history)
+        if type(replaced) is Fail:
+            return Failure(replace(replaced.error, position="compress_context"))
+        if self.hooks.compaction:
+            await notify(self.hooks.compaction, Compaction(run, state.history, history))
+        return replaced

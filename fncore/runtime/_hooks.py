@@ -1,4 +1,9 @@
-"""Dispatch lifecycle events to hooks, each under a timeout."""
+"""Dispatch lifecycle events to hooks, each in a task of its own under a timeout.
+
+A hook runs in its own task so that one that swallows its timeout's cancellation and keeps
+waiting cannot hold the run: at the timeout it is cancelled and abandoned (it goes on in
+the background until it returns), and the run continues.
+"""
 
 from __future__ import annotations
 
@@ -13,28 +18,70 @@ logger = logging.getLogger("fncore")
 
 HookEntry = tuple[str, Callable[[Any], Awaitable[None]], float]
 
+_abandoned: set[asyncio.Task[object]] = set()
+"""Hooks cut off at their timeout that have not returned yet (kept so they are not lost)."""
+
+
+class _Fatal:
+    """A non-``Exception`` error (``KeyboardInterrupt``, ``SystemExit``) a hook raised."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def _guarded(fn: Callable[[Any], Awaitable[None]], event: HookEvent) -> object:
+    """Run one hook; return ``None``, a failure's description, or a `_Fatal`."""
+    try:
+        await fn(event)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        return "CancelledError, though nothing cancelled it"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    except BaseException as exc:
+        return _Fatal(exc)
+    return None
+
+
+def _abandon(task: asyncio.Task[object]) -> None:
+    task.cancel()
+    if not task.done():
+        _abandoned.add(task)
+        task.add_done_callback(_abandoned.discard)
+
 
 async def notify(entries: tuple[HookEntry, ...], event: HookEvent) -> None:
     """Run every hook for ``event`` in turn; a slow or failing hook is skipped with a warning.
 
-    Hooks observe only, so nothing they do (or fail to do) changes the run.
+    Hooks observe only, so nothing they do (or fail to do) changes the run. A hook that
+    raises a ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``,
+    ``SystemExit``) stops the run: it is raised again here.
     """
     for name, fn, timeout in entries:
+        task = asyncio.ensure_future(_guarded(fn, event))
         try:
-            async with asyncio.timeout(timeout):
-                await fn(event)
-        except TimeoutError:
+            done, _ = await asyncio.wait((task,), timeout=timeout)
+        except asyncio.CancelledError:
+            _abandon(task)
+            raise
+        if not done:
+            _abandon(task)
             logger.warning(
                 "hook %r skipped: it took longer than %ss on %s",
                 name,
                 timeout,
                 type(event).__name__,
             )
-        except Exception as exc:
-            logger.warning(
-                "hook %r failed on %s and was skipped: %s: %s",
-                name,
-                type(event).__name__,
-                type(exc).__name__,
-                exc,
-            )
+            continue
+        failure = "it cancelled itself" if task.cancelled() else task.result()
+        if failure is None:
+            continue
+        if type(failure) is _Fatal:
+            raise failure.error
+        logger.warning(
+            "hook %r failed on %s and was skipped: %s", name, type(event).__name__, failure
+        )

@@ -1,35 +1,33 @@
-"""Sessions: a conversation's history and state kept between runs."""
+"""Session stores: where conversations live between runs."""
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol, final
 
-from fncore.core import Message
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Session:
-    """What a session keeps between runs."""
-
-    messages: tuple[Message, ...] = ()
-    """The conversation so far; every tool call in it has its result."""
-    state: Mapping[str, object] = field(default_factory=dict)
-    """The run state as the last successful run left it."""
+from fncore.core import Session, SessionUpdate
 
 
 class SessionStore(Protocol):
-    """Where sessions live. A run saves its session only when it succeeds."""
+    """Where sessions live. A run commits to its session only when it succeeds.
+
+    Commits are compare-and-set: a run loads a session at some version and commits an
+    update made against that version; if another run committed in between, the store
+    writes nothing and the run fails with `SessionConflict`. A store applies an update
+    whole or not at all.
+    """
 
     async def load(self, session_id: str) -> Session | None:
-        """Return the session, or ``None`` if there is none yet."""
+        """Return the session as last committed, or ``None`` if there is none yet."""
         ...
 
-    async def save(self, session_id: str, session: Session) -> None:
-        """Replace the session with ``session``."""
+    async def commit(self, update: SessionUpdate) -> Session | None:
+        """Apply ``update`` if the session is still at ``update.version``, atomically.
+
+        Returns:
+            The session as stored now (version ``update.version + 1``), or ``None`` when the
+            session is at another version (a conflict), in which case nothing was written.
+        """
         ...
 
 
@@ -37,15 +35,22 @@ class SessionStore(Protocol):
 class InMemorySessionStore:
     """A `SessionStore` in a dict: for tests, demos and single-process apps.
 
-    Like a store that serializes, it keeps and hands out deep copies of the state, so a
-    run that mutates a state value in place and then fails leaves the session unchanged.
+    A commit is atomic (it never waits), so concurrent runs on one session conflict
+    instead of losing a turn. State is kept as the run left it and copied afresh into each
+    run that loads it, so a run that changes a value in place and then fails leaves the
+    session unchanged.
 
     Example:
         >>> import asyncio
+        >>> from fncore import Message, SessionUpdate
         >>> store = InMemorySessionStore()
-        >>> asyncio.run(store.save("s", Session((Message.user("hi"),))))
+        >>> update = SessionUpdate("s", 0, 0, (Message.user("hi"),))
+        >>> asyncio.run(store.commit(update)).version
+        1
         >>> asyncio.run(store.load("s")).messages[0].text
         'hi'
+        >>> asyncio.run(store.commit(update)) is None  # made against version 0: a conflict
+        True
     """
 
     __slots__ = ("_sessions",)
@@ -55,13 +60,20 @@ class InMemorySessionStore:
 
     async def load(self, session_id: str) -> Session | None:
         """Return the session, or ``None``."""
-        session = self._sessions.get(session_id)
-        if session is None or not session.state:
-            return session
-        return Session(session.messages, copy.deepcopy(dict(session.state)))
+        return self._sessions.get(session_id)
 
-    async def save(self, session_id: str, session: Session) -> None:
-        """Replace the session."""
-        if session.state:
-            session = Session(session.messages, copy.deepcopy(dict(session.state)))
-        self._sessions[session_id] = session
+    async def commit(self, update: SessionUpdate) -> Session | None:
+        """Apply ``update`` unless the session moved on; ``None`` on a conflict."""
+        after = update.apply(self._sessions.get(update.session_id))
+        if after is None:
+            return None
+        if after.state and type(after.state) is not MappingProxyType:
+            after = Session(
+                after.id, after.messages, MappingProxyType(dict(after.state)), after.version
+            )
+        self._sessions[update.session_id] = after
+        return after
+
+    async def delete(self, session_id: str) -> bool:
+        """Forget the session; ``False`` if there was none."""
+        return self._sessions.pop(session_id, None) is not None

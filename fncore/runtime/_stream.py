@@ -63,9 +63,15 @@ class RunStream:
     async def _drive(self) -> None:
         try:
             outcome = await self._start(self._queue.put_nowait)
-        except BaseException as exc:
-            self._queue.put_nowait(_Crashed(exc))
+        except asyncio.CancelledError:
+            self._queue.put_nowait(_Crashed(asyncio.CancelledError()))
             raise
+        except BaseException as exc:
+            # A KeyboardInterrupt or SystemExit from inside the run: hand it to the consumer,
+            # to be raised in its task, as ``run`` would; raising it here would send it out
+            # of the event loop, past the consumer's ``try``.
+            self._queue.put_nowait(_Crashed(exc))
+            return
         self._queue.put_nowait(RunCompleted(outcome))
 
     async def __anext__(self) -> StreamEvent:

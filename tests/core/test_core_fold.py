@@ -37,7 +37,7 @@ async def test_onion_pre_and_post_order() -> None:
     """First layer is outermost: mw1 pre, mw2 pre, op, mw2 post, mw1 post."""
     log: list[str] = []
     layer, op = recorder(log)
-    handler = fold_onion("run", [("mw1", layer("mw1")), ("mw2", layer("mw2"))], op)
+    handler = fold_onion("run", [("mw1", layer("mw1")), ("mw2", layer("mw2"))], op, int)
     assert await handler(7) == Success(7)
     assert log == ["mw1 pre", "mw2 pre", "op", "mw2 post", "mw1 post"]
 
@@ -51,7 +51,7 @@ async def test_layers_transform_input_and_output() -> None:
     async def negate_out(x: int, call_next: Next) -> Outcome[int]:
         return (await call_next(x)).map(lambda v: -v)
 
-    handler = fold_onion("run", [("negate", negate_out), ("double", double_in)], add_one)
+    handler = fold_onion("run", [("negate", negate_out), ("double", double_in)], add_one, int)
     assert await handler(5) == Success(-11)
 
 
@@ -76,6 +76,7 @@ async def test_short_circuit_skips_downstream_but_upstream_post_runs() -> None:
             ("inner", layer("inner")),
         ],
         op,
+        int,
     )
     assert await handler(1) == Success(101)
     assert log == ["outer pre", "cache hit", "outer post"]
@@ -101,7 +102,9 @@ async def test_terminate_skips_upstream_map_but_upstream_receives_it() -> None:
     async def guard(x: int, call_next: Next) -> Outcome[int]:
         return Failure(Terminate("blocked"))
 
-    handler = fold_onion("run", [("tracer", tracer), ("post", post), ("guard", guard)], add_one)
+    handler = fold_onion(
+        "run", [("tracer", tracer), ("post", post), ("guard", guard)], add_one, int
+    )
     out = await handler(1)
     assert out == Failure(Terminate("blocked"))
     assert seen == [Failure(Terminate("blocked"))]
@@ -114,7 +117,7 @@ async def test_exception_becomes_middleware_error_value() -> None:
     async def boom(x: int, call_next: Next) -> Outcome[int]:
         raise KeyError("missing")
 
-    out = await fold_onion("tool_call", [("boom", boom)], add_one)(1)
+    out = await fold_onion("tool_call", [("boom", boom)], add_one, int)(1)
     assert isinstance(out, Failure)
     error = out.failure()
     assert isinstance(error, MiddlewareError)
@@ -132,7 +135,7 @@ async def test_exception_in_innermost_op_propagates_to_wrapping_layer() -> None:
     async def op(x: int) -> Outcome[int]:
         raise ValueError("bad")
 
-    out = await fold_onion("run", [("outer", _pass), ("inner", _pass)], op)(1)
+    out = await fold_onion("run", [("outer", _pass), ("inner", _pass)], op, int)(1)
     assert isinstance(out, Failure)
     assert out.failure().middleware == "inner"
 
@@ -150,7 +153,7 @@ async def test_outer_layer_recovers_with_lash() -> None:
     async def fallback(x: int, call_next: Next) -> Outcome[int]:
         return (await call_next(x)).lash(lambda _e: Success(0))
 
-    out = await fold_onion("model_call", [("fallback", fallback), ("boom", boom)], add_one)(1)
+    out = await fold_onion("model_call", [("fallback", fallback), ("boom", boom)], add_one, int)(1)
     assert out == Success(0)
 
 
@@ -170,7 +173,7 @@ async def test_outer_layer_retries_by_calling_next_again() -> None:
             return await call_next(x)
         return first
 
-    out = await fold_onion("model_call", [("retry", retry), ("flaky", flaky)], add_one)(4)
+    out = await fold_onion("model_call", [("retry", retry), ("flaky", flaky)], add_one, int)(4)
     assert out == Success(5)
     assert attempts == [4, 4]
 
@@ -182,7 +185,7 @@ async def test_error_values_pass_through_unchanged() -> None:
     async def op(x: int) -> Outcome[int]:
         return Failure(error)
 
-    out = await fold_onion("model_call", [("a", _pass), ("b", _pass)], op)(1)
+    out = await fold_onion("model_call", [("a", _pass), ("b", _pass)], op, int)(1)
     assert out == Failure(error)
 
 
@@ -193,7 +196,7 @@ async def test_returning_none_is_a_middleware_error_mentioning_call_next() -> No
         await call_next(x)
         return None  # type: ignore[return-value]
 
-    out = await fold_onion("reasoning", [("forgot", forgot)], add_one)(1)
+    out = await fold_onion("reasoning", [("forgot", forgot)], add_one, int)(1)
     assert isinstance(out, Failure)
     error = out.failure()
     assert isinstance(error, MiddlewareError)
@@ -208,9 +211,9 @@ async def test_returning_a_plain_value_is_a_middleware_error() -> None:
     async def bare(x: int, call_next: Next) -> Outcome[int]:
         return 5  # type: ignore[return-value]
 
-    out = await fold_onion("run", [("bare", bare)], add_one)(1)
+    out = await fold_onion("run", [("bare", bare)], add_one, int)(1)
     assert isinstance(out, Failure)
-    assert "returned int, not a Result" in out.failure().message
+    assert "returned int 5, not a Result" in out.failure().message
     assert "Success(...)" in out.failure().message
 
 
@@ -220,14 +223,14 @@ async def test_cancelled_error_propagates() -> None:
     async def cancelled(x: int, call_next: Next) -> Outcome[int]:
         raise asyncio.CancelledError
 
-    handler = fold_onion("run", [("outer", _pass), ("cancelled", cancelled)], add_one)
+    handler = fold_onion("run", [("outer", _pass), ("cancelled", cancelled)], add_one, int)
     with pytest.raises(asyncio.CancelledError):
         await handler(1)
 
 
 async def test_empty_fold_is_the_innermost_itself() -> None:
     """Folding no layers returns the innermost handler object, at no cost."""
-    assert fold_onion("run", [], add_one) is add_one
+    assert fold_onion("run", [], add_one, int) is add_one
 
 
 async def test_chain_steps_runs_left_to_right() -> None:

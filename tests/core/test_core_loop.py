@@ -22,7 +22,7 @@ from fncore.core import (
     UnknownToolCalled,
     Usage,
     UsageReported,
-    unanswered_calls,
+    check_pairing,
 )
 from fncore.core._loop import (
     Fail,
@@ -82,7 +82,8 @@ def test_loop_settings_defaults() -> None:
     s = LoopSettings()
     assert (s.max_iterations, s.max_consecutive_errors_per_request) == (40, 3)
     assert (s.terminate_on_unknown_calls, s.include_detailed_errors) == (False, False)
-    assert (s.tool_timeout, s.max_concurrent_tools, s.hook_timeout) == (None, 8, 5.0)
+    assert (s.tool_timeout, s.max_concurrent_tools, s.hook_timeout) == (300.0, 8, 5.0)
+    assert (s.enabled, s.max_tool_threads) == (True, 16)
 
 
 @pytest.mark.parametrize(
@@ -155,7 +156,7 @@ def test_text_response_finishes_completed() -> None:
     assert (result.output, result.stop_reason, result.rounds) == ("3", "completed", 1)
     assert result.messages == (answer,)
     assert result.usage == Usage(5, 1)
-    assert after.history == (USER, answer)
+    assert after.new == (answer,)
     assert after.usage == Usage(5, 1)
 
 
@@ -245,7 +246,7 @@ def test_terminate_on_unknown_calls_fails_with_paired_transcript() -> None:
     assert error.tool_name == "ghost"
     assert "'ghost'" in error.message
     assert "terminate_on_unknown_calls" in error.message
-    assert unanswered_calls(error.messages) == ()
+    assert check_pairing(error.messages) is None
     assert error.messages[0] == response.message
     closing = error.messages[-1]
     assert closing.role == "tool"
@@ -262,7 +263,7 @@ def test_tool_results_append_a_tool_message_and_go_on() -> None:
     assert isinstance(next_step, NextRound)
     assert final.history[-1] == Message("tool", results)
     assert final.new[-1] == Message("tool", results)
-    assert unanswered_calls(final.history) == ()
+    assert check_pairing(final.history) is None
     assert final.errors_in_a_row == 0
 
 
@@ -303,7 +304,7 @@ def test_required_tool_choice_finishes_after_the_calls(choice: object) -> None:
     result = decision.result
     assert (result.output, result.stop_reason, result.rounds) == ("3\nhi", "tool_required", 1)
     assert result.messages == after.new
-    assert unanswered_calls(result.messages) == ()
+    assert check_pairing(result.messages) is None
     assert result.usage == Usage(3, 2, requests=1)
 
 
@@ -315,7 +316,7 @@ def test_on_terminate_appends_results_and_assistant_message() -> None:
     assert result.stop_reason == "terminated"
     assert result.output == "blocked"
     assert result.messages[-2:] == (Message("tool", results), Message.assistant("blocked"))
-    assert unanswered_calls(result.messages) == ()
+    assert check_pairing(result.messages) is None
     assert (result.rounds, result.usage) == (1, Usage(3, 2, requests=1))
 
 

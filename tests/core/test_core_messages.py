@@ -5,7 +5,6 @@ from fncore.core import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    unanswered_calls,
 )
 
 CALL_A = ToolCallPart("a", "add", '{"a": 1, "b": 2}')
@@ -53,36 +52,6 @@ def test_tool_calls_and_results_keep_order() -> None:
     results = Message("tool", (ToolResultPart("b", "mul", "9"), RESULT_A))
     assert results.tool_results == (ToolResultPart("b", "mul", "9"), RESULT_A)
     assert results.tool_calls == ()
-
-
-def test_unanswered_calls_lists_calls_without_results_in_order() -> None:
-    """unanswered_calls returns exactly the calls whose id has no ToolResultPart."""
-    history = [
-        Message.user("go"),
-        Message("assistant", (CALL_A, CALL_B)),
-        Message("tool", (RESULT_A,)),
-    ]
-    assert unanswered_calls(history) == (CALL_B,)
-    assert unanswered_calls(tuple(history)) == (CALL_B,)
-
-
-def test_unanswered_calls_empty_when_all_paired() -> None:
-    """A transcript where every call has its result has no unanswered calls."""
-    history = (
-        Message("assistant", (CALL_A, CALL_B)),
-        Message("tool", (RESULT_A, ToolResultPart("b", "mul", "3", is_error=True))),
-    )
-    assert unanswered_calls(history) == ()
-    assert unanswered_calls(()) == ()
-
-
-def test_unanswered_calls_pairs_by_id_not_name() -> None:
-    """A result for another call id of the same tool does not answer a call."""
-    history = (
-        Message("assistant", (ToolCallPart("x", "add"),)),
-        Message("tool", (ToolResultPart("y", "add", "0"),)),
-    )
-    assert unanswered_calls(history) == (ToolCallPart("x", "add"),)
 
 
 def test_parsed_arguments_parses_valid_json() -> None:

@@ -79,8 +79,8 @@ def test_identity_middleware_changes_nothing(
     plain = [s.build(f"m{i}", log_plain) for i, s in enumerate(stack)]
     with_id = [s.build(f"m{i}", log_with) for i, s in enumerate(stack)]
     with_id.insert(min(where, len(with_id)), ("identity", identity))
-    expected = run(fold_onion("run", plain, make_op(*op, log_plain)), x)
-    got = run(fold_onion("run", with_id, make_op(*op, log_with)), x)
+    expected = run(fold_onion("run", plain, make_op(*op, log_plain), int), x)
+    got = run(fold_onion("run", with_id, make_op(*op, log_with), int), x)
     assert got == expected
     assert log_with == log_plain
 
@@ -96,12 +96,13 @@ def test_fold_is_associative(a: Spec, b: Spec, c: Spec, op: tuple[int, int, bool
     flat = layers(logs[0])
     right = layers(logs[1])
     left = layers(logs[2])
-    out_flat = run(fold_onion("run", flat, make_op(*op, logs[0])), x)
+    out_flat = run(fold_onion("run", flat, make_op(*op, logs[0]), int), x)
     out_right = run(
-        fold_onion("run", right[:1], fold_onion("run", right[1:], make_op(*op, logs[1]))), x
+        fold_onion("run", right[:1], fold_onion("run", right[1:], make_op(*op, logs[1]), int), int),
+        x,
     )
     out_left = run(
-        fold_onion("run", left[:2], fold_onion("run", left[2:], make_op(*op, logs[2]))), x
+        fold_onion("run", left[:2], fold_onion("run", left[2:], make_op(*op, logs[2]), int), int), x
     )
     assert out_flat == out_right == out_left
     assert logs[0] == logs[1] == logs[2]

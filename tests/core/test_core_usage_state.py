@@ -1,4 +1,4 @@
-from fncore.core import RunResult, RunState, StateKey, Usage
+from fncore.core import RunResult, State, StateKey, Usage
 
 
 def test_usage_adds_every_field() -> None:
@@ -31,7 +31,7 @@ def test_state_get_creates_default_once() -> None:
         return []
 
     key = StateKey("items", default=factory)
-    state = RunState()
+    state = State()
     first = state.get(key)
     first.append("x")
     assert state.get(key) == ["x"]
@@ -42,7 +42,7 @@ def test_state_get_creates_default_once() -> None:
 def test_state_set_then_get_and_snapshot() -> None:
     """set() stores a value, get() returns it, snapshot() copies the values by name."""
     counter = StateKey("calls", default=lambda: 0)
-    state = RunState()
+    state = State()
     state.set(counter, 3)
     assert state.get(counter) == 3
     snap = state.snapshot()
@@ -52,19 +52,19 @@ def test_state_set_then_get_and_snapshot() -> None:
 
 
 def test_state_starts_from_given_values_without_aliasing() -> None:
-    """RunState(values) reads saved values and does not write back into the given mapping."""
+    """State(values) reads saved values and does not write back into the given mapping."""
     saved: dict[str, object] = {"calls": 2}
     counter = StateKey("calls", default=lambda: 0)
-    state = RunState(saved)
+    state = State(saved)
     assert state.get(counter) == 2
     state.set(counter, 5)
     assert saved == {"calls": 2}
 
 
 def test_states_are_independent() -> None:
-    """Two RunStates never share values for the same key."""
+    """Two States never share values for the same key."""
     key: StateKey[set[str]] = StateKey("seen", default=set)
-    one, two = RunState(), RunState()
+    one, two = State(), State()
     one.get(key).add("a")
     assert two.get(key) == set()
 

@@ -44,7 +44,7 @@ from fncore import (
     ToolResult,
     ToolResultPart,
 )
-from fncore.core import unanswered_calls
+from fncore.core import check_pairing
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 ONIONS: tuple[Position, ...] = ("run", "reasoning", "model_call", "tool_call", "compress_context")
@@ -378,7 +378,7 @@ async def test_terminate_from_each_position(position: Position) -> None:
     # only tool_call comes after a model call; everything else stops before the model
     assert len(model.requests) == (1 if position == "tool_call" else 0)
     assert result.messages[-1] == Message.assistant("halted here")
-    assert unanswered_calls(result.messages) == ()
+    assert check_pairing(result.messages) is None
 
 
 async def test_terminate_from_tool_call_records_the_call_result() -> None:

@@ -32,7 +32,7 @@ from fncore import (
     UnknownToolCalled,
     current_metadata,
 )
-from fncore.core import unanswered_calls
+from fncore.core import check_pairing
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 
@@ -130,7 +130,7 @@ async def test_max_iterations_reached() -> None:
     assert isinstance(error, MaxIterationsReached)
     assert len(model.requests) == 3
     assert [m.role for m in error.messages] == ["assistant", "tool"] * 3
-    assert unanswered_calls(error.messages) == ()
+    assert check_pairing(error.messages) is None
     assert "max_iterations" in error.message
 
 
@@ -156,7 +156,7 @@ async def test_consecutive_tool_errors_stop_the_run() -> None:
     assert len(model.requests) == 3
     assert [m.role for m in error.messages] == ["assistant", "tool"] * 3
     assert all(p.is_error for m in error.messages[1::2] for p in m.tool_results)
-    assert unanswered_calls(error.messages) == ()
+    assert check_pairing(error.messages) is None
 
 
 async def test_a_success_resets_the_consecutive_error_count() -> None:
@@ -221,7 +221,7 @@ async def test_terminate_on_unknown_calls() -> None:
     assert isinstance(error, UnknownToolCalled)
     assert error.tool_name == "nope"
     assert len(model.requests) == 1
-    assert unanswered_calls(error.messages) == ()
+    assert check_pairing(error.messages) is None
     assert [p.call_id for p in error.messages[-1].tool_results] == ["call_0", "call_1"]
 
 

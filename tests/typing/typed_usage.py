@@ -115,7 +115,10 @@ async def main() -> None:
     outcome = await agent.run("What is 2 + 3?", metadata={"user": "u1"})
     assert_type(outcome, Result[RunResult, AgentError])
     assert_type(outcome.map(lambda r: r.output), Result[str, AgentError])
-    assert_type(outcome.unwrap().stop_reason, Literal["completed", "tool_required", "terminated"])
+    assert_type(
+        outcome.unwrap().stop_reason,
+        Literal["completed", "tool_required", "terminated", "awaiting_tools"],
+    )
     stream = agent.stream("hi")
     assert_type(stream, RunStream)
     assert_type(await stream.result(), Result[RunResult, AgentError])

@@ -1,0 +1,77 @@
+"""Run a coroutine to its end even if the task awaiting it is cancelled meanwhile.
+
+A session commit must not be cut in half: if the caller cancels the run while the store
+is committing, the commit still completes, and only then does the run decide what the
+caller sees. Wrapping every commit in a shielded task would cost a task and a loop
+iteration per run; instead the coroutine takes its first step inline, and only one that
+actually waits (a database round trip) is moved into a task of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Generator
+from typing import Any, TypeVar
+
+from returns.result import Failure, Result, Success
+
+_T = TypeVar("_T")
+
+
+class _Resume:
+    """Awaitable continuing a coroutine that has already taken its first step."""
+
+    __slots__ = ("_coro", "_waiting")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], waiting: object) -> None:
+        self._coro = coro
+        self._waiting = waiting
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, waiting = self._coro, self._waiting
+        while True:
+            try:
+                sent = yield waiting
+            except BaseException as exc:
+                try:
+                    waiting = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    waiting = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
+
+
+async def _resume(coro: Coroutine[Any, Any, _T], waiting: object) -> _T:
+    result: _T = await _Resume(coro, waiting)
+    return result
+
+
+async def finish(coro: Coroutine[Any, Any, _T]) -> tuple[Result[_T, Exception], int]:
+    """Await ``coro`` to its end; return how it ended and how many cancellations arrived.
+
+    A cancellation of the awaiting task while ``coro`` runs does not reach ``coro``: it is
+    counted, and the caller decides what to do once ``coro`` is done. An exception raised
+    by ``coro`` comes back as ``Failure(exception)``.
+    """
+    try:
+        waiting = coro.send(None)
+    except StopIteration as done:
+        return Success(done.value), 0
+    except Exception as exc:
+        return Failure(exc), 0
+    task = asyncio.ensure_future(_resume(coro, waiting))
+    cancels = 0
+    while not task.done():
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError:
+            cancels += 1
+    error = task.exception()
+    if error is None:
+        return Success(task.result()), cancels
+    if isinstance(error, Exception):
+        return Failure(error), cancels
+    raise error

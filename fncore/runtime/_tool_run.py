@@ -1,0 +1,201 @@
+"""Running one round's tool calls: the ``tool_call`` onions, timeouts, threads, concurrency.
+
+Every call ends with exactly one result, whatever happens inside: an exception, a
+timeout, a value that cannot be turned into text, a ``CancelledError`` nobody asked for.
+Two things are not results:
+
+* real cancellation of the run, which propagates;
+* a ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``),
+  which cancels the round's other calls and is raised again, as itself, to the caller of
+  ``run`` (or of the stream), whether the round had one call or many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel
+from returns.result import Success
+
+from fncore.core import (
+    AgentError,
+    EventMapFailed,
+    MiddlewareError,
+    RunInfo,
+    Terminate,
+    Tool,
+    ToolCallContext,
+    ToolEnd,
+    ToolResult,
+    ToolResultPart,
+    ToolResultReady,
+    ToolStart,
+    to_content,
+)
+from fncore.core._fold import Handler
+from fncore.core._loop import LoopSettings, Ready, Rejected
+from fncore.runtime._hooks import HookEntry, notify
+
+Halting = Terminate | AgentError | None
+"""What stops the loop after a call: a termination, an error, or nothing."""
+
+
+def _spurious(exc: asyncio.CancelledError) -> bool:
+    """Whether ``exc`` was raised without anyone cancelling the current task."""
+    task = asyncio.current_task()
+    return task is not None and not task.cancelling()
+
+
+class ToolRunner:
+    """Runs tool calls for one agent; owns the agent's worker-thread limit."""
+
+    __slots__ = ("_handlers", "_settings", "_threads", "_tool_end", "_tool_start")
+
+    def __init__(
+        self,
+        settings: LoopSettings,
+        handlers: Mapping[str, Handler[ToolCallContext, ToolResult]],
+        tool_start: tuple[HookEntry, ...],
+        tool_end: tuple[HookEntry, ...],
+    ) -> None:
+        self._settings = settings
+        self._handlers = handlers
+        self._tool_start = tool_start
+        self._tool_end = tool_end
+        self._threads = anyio.CapacityLimiter(settings.max_tool_threads)
+
+    async def invoke(self, tool: Tool, args: BaseModel) -> ToolResult:
+        """Call ``tool`` with ``args`` under its timeout; any failure is an error result."""
+        settings = self._settings
+        timeout = tool.timeout if tool.timeout is not None else settings.tool_timeout
+        name = tool.name
+        try:
+            if tool.inline:
+                value = tool.function(**tool.keywords(args))
+            else:
+                if tool.is_async:
+                    pending: Any = tool.function(**tool.keywords(args))
+                else:
+                    # A thread cannot be stopped: on timeout it is abandoned to finish on its
+                    # own and gives its place under the limit back at once.
+                    pending = anyio.to_thread.run_sync(
+                        functools.partial(tool.function, **tool.keywords(args)),
+                        abandon_on_cancel=True,
+                        limiter=self._threads,
+                    )
+                if timeout is None:
+                    value = await pending
+                else:
+                    scope = asyncio.timeout(timeout)
+                    try:
+                        async with scope:
+                            value = await pending
+                    except TimeoutError:
+                        if not scope.expired():
+                            raise  # the tool's own TimeoutError: a failure like any other
+                        return ToolResult(f"Tool {name!r} timed out after {timeout}s.", True)
+        except asyncio.CancelledError as exc:
+            if not _spurious(exc):
+                raise
+            return ToolResult(
+                f"Tool {name!r} failed: it raised CancelledError, but nothing cancelled it.", True
+            )
+        except Exception as exc:
+            detail = f": {type(exc).__name__}: {exc}" if settings.include_detailed_errors else ""
+            return ToolResult(f"Tool {name!r} failed{detail}.", True)
+        try:
+            return ToolResult(to_content(value))
+        except Exception as exc:
+            detail = f": {type(exc).__name__}: {exc}" if settings.include_detailed_errors else ""
+            return ToolResult(
+                f"Tool {name!r} returned a {type(value).__name__} that could not be turned "
+                f"into text{detail}.",
+                True,
+            )
+
+    async def one(self, run: RunInfo, item: Ready | Rejected) -> tuple[ToolResultPart, Halting]:
+        """Run one call through its ``tool_call`` onion; its result and what halts, if any."""
+        halt: Halting = None
+        if type(item) is Rejected:
+            part = item.result
+        else:
+            call = item.call
+            if self._tool_start:
+                await notify(self._tool_start, ToolStart(run, call))
+            handler = self._handlers.get(call.name)
+            if handler is None:
+                result = await self.invoke(item.tool, item.args)
+                part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+            else:
+                out = await handler(ToolCallContext(run, call, item.tool, item.args))
+                if type(out) is Success:
+                    result = out.unwrap()
+                    if type(result.content) is str:
+                        part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+                    else:
+                        halt = MiddlewareError(
+                            message=(
+                                f"returned a ToolResult whose content is "
+                                f"{type(result.content).__name__}, not str"
+                            ),
+                            position="tool_call",
+                        )
+                        part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
+                else:
+                    halt = out.failure()
+                    if type(halt) is Terminate:
+                        part = ToolResultPart(call.id, call.name, halt.output)
+                    else:
+                        part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
+            if self._tool_end:
+                await notify(self._tool_end, ToolEnd(run, call, part))
+        if run.emit is not None:
+            try:
+                run.emit(ToolResultReady(part))
+            except EventMapFailed as failed:
+                if halt is None or type(halt) is Terminate:
+                    halt = failed.error
+        return part, halt
+
+    async def many(
+        self, run: RunInfo, calls: tuple[Ready | Rejected, ...]
+    ) -> tuple[tuple[ToolResultPart, ...], Halting]:
+        """Run a round's calls concurrently (bounded); results in call order."""
+        limit = asyncio.Semaphore(self._settings.max_concurrent_tools)
+        fatal: list[BaseException] = []
+        tasks: list[asyncio.Task[tuple[ToolResultPart, Halting] | None]] = []
+
+        async def bounded(item: Ready | Rejected) -> tuple[ToolResultPart, Halting] | None:
+            try:
+                async with limit:
+                    return await self.one(run, item)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: stop the round
+                if not fatal:
+                    fatal.append(exc)
+                    me = asyncio.current_task()
+                    for other in tasks:
+                        if other is not me:
+                            other.cancel()
+                return None
+
+        tasks.extend(asyncio.ensure_future(bounded(item)) for item in calls)
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            raise
+        if fatal:
+            raise fatal[0]
+        done: list[tuple[ToolResultPart, Halting]] = [t.result() for t in tasks]  # type: ignore[misc]
+        halts = [h for _, h in done if h is not None]
+        halt = next((h for h in halts if type(h) is not Terminate), halts[0] if halts else None)
+        return tuple(p for p, _ in done), halt

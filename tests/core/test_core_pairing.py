@@ -1,0 +1,125 @@
+"""The pairing rule, by position: what providers accept, and the loop's id assignment."""
+
+from __future__ import annotations
+
+import pytest
+
+from fncore.core import (
+    InvalidHistory,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    check_pairing,
+    fallback_call_id,
+    open_calls,
+    with_unique_call_ids,
+)
+
+USER = Message.user("go")
+
+
+def calls(*ids: str) -> Message:
+    return Message("assistant", tuple(ToolCallPart(i, f"t{i}") for i in ids))
+
+
+def results(*ids: str) -> Message:
+    return Message("tool", tuple(ToolResultPart(i, f"t{i}", "ok") for i in ids))
+
+
+def test_paired_turns_are_valid() -> None:
+    """Each turn's calls answered before the next assistant turn: no error, nothing open."""
+    history = (USER, calls("a", "b"), results("b", "a"), Message.assistant("done"))
+    assert check_pairing(history) is None
+    assert open_calls(history) == ()
+
+
+def test_ids_reused_across_rounds_are_valid() -> None:
+    """Servers that send call_0 every round stay valid: ids need only be unique per turn."""
+    history = (USER, calls("call_0"), results("call_0"), calls("call_0"), results("call_0"))
+    assert check_pairing(history) is None
+
+
+def test_trailing_calls_are_open_not_invalid() -> None:
+    """The last turn's unanswered calls are returned as open; check_pairing reports them."""
+    history = (USER, calls("a", "b"), results("a"))
+    assert open_calls(history) == (ToolCallPart("b", "tb"),)
+    error = check_pairing(history)
+    assert isinstance(error, InvalidHistory)
+    assert error.message.startswith("tool calls without a result: tb (b)")
+
+
+@pytest.mark.parametrize(
+    ("history", "index", "words"),
+    [
+        ((USER, calls("a"), Message.assistant("x"), results("a")), 2, "an assistant turn starts"),
+        ((USER, results("a"), calls("a")), 1, "orphan result"),
+        ((USER, calls("a"), results("a"), results("b")), 3, "answers no call"),
+        ((USER, calls("a"), results("a", "a")), 2, "answered a second time"),
+        ((USER, calls("a", "a"), results("a")), 1, "share the id 'a'"),
+        ((USER, calls(""), results("")), 1, "empty id"),
+        ((USER, Message("assistant", (ToolResultPart("a", "t", "1"),))), 1, "inside an assistant"),
+        ((Message("user", (ToolCallPart("a", "t"),)),), 0, "inside a 'user' message"),
+        ((USER, calls("a"), results("a"), calls("a"), Message.user("?")), None, "without a result"),
+    ],
+)
+def test_each_break_is_named_with_its_message(
+    history: tuple[Message, ...], index: int | None, words: str
+) -> None:
+    """Dangling, orphan, duplicate and misplaced parts are each an InvalidHistory saying so."""
+    error = check_pairing(history)
+    assert isinstance(error, InvalidHistory)
+    assert words in error.message
+    if index is not None:
+        assert error.message.startswith(f"message {index}: ")
+
+
+def test_a_dangling_call_with_reused_ids_is_still_caught() -> None:
+    """A later result with a reused id does not hide an earlier unanswered call."""
+    history = (USER, calls("call_0"), calls("call_0"), results("call_0"))
+    error = check_pairing(history)
+    assert isinstance(error, InvalidHistory)
+    assert "an assistant turn starts" in error.message
+
+
+def test_not_a_message_is_invalid() -> None:
+    """Something that is not a Message in the history is named, not crashed on."""
+    error = check_pairing((USER, "hello"))  # type: ignore[arg-type]
+    assert isinstance(error, InvalidHistory)
+    assert error.message.startswith("message 1: str is not a Message")
+
+
+def test_scan_continues_from_pending_calls() -> None:
+    """A scan of new messages continues from a previous scan's open calls (incremental)."""
+    first = open_calls((USER, calls("a")))
+    assert first == (ToolCallPart("a", "ta"),)
+    assert open_calls((results("a"),), first, offset=2) == ()
+    error = open_calls((Message.assistant("x"),), first, offset=2)
+    assert isinstance(error, InvalidHistory)
+    assert error.message.startswith("message 2: ")
+
+
+def test_unique_ids_keep_good_ids_and_rename_the_rest_deterministically() -> None:
+    """Empty and repeated ids get call_<index>, avoiding every id kept in the message."""
+    message = Message(
+        "assistant",
+        (
+            TextPart("let me"),
+            ToolCallPart("call_1", "a"),
+            ToolCallPart("", "b"),
+            ToolCallPart("call_1", "c"),
+            ToolCallPart("x", "d"),
+        ),
+    )
+    fixed = with_unique_call_ids(message)
+    assert [c.id for c in fixed.tool_calls] == ["call_1", "call_1_1", "call_2", "x"]
+    assert fixed.parts[0] == TextPart("let me")
+    assert with_unique_call_ids(fixed) is fixed
+    assert with_unique_call_ids(message) == fixed  # the same input, the same ids
+
+
+def test_unique_ids_leave_a_good_message_alone() -> None:
+    """A message whose ids are fine comes back as the same object."""
+    message = calls("a", "b")
+    assert with_unique_call_ids(message) is message
+    assert fallback_call_id(3) == "call_3"
