@@ -87,12 +87,15 @@ from fncore.core._loop import LoopSettings
 from fncore.runtime import (
     Agent,
     InMemorySessionStore,
+    Provide,
+    Provider,
     RunStream,
     Session,
     SessionStore,
     StackDescription,
     current_metadata,
     current_run,
+    list_provider,
 )
 
 __all__ = [
@@ -128,6 +131,8 @@ __all__ = [
     "Outcome",
     "PermissionDenied",
     "Position",
+    "Provide",
+    "Provider",
     "ProviderUnavailable",
     "RateLimited",
     "ReasoningContext",
@@ -180,6 +185,7 @@ __all__ = [
     "current_run",
     "default_registry",
     "hook",
+    "list_provider",
     "load_container",
     "on",
     "tool",
