@@ -93,11 +93,14 @@ from fncore.core._loop import LoopSettings
 from fncore.runtime import (
     Agent,
     InMemorySessionStore,
+    Provide,
+    Provider,
     RunStream,
     SessionStore,
     StackDescription,
     current_metadata,
     current_run,
+    list_provider,
 )
 
 __all__ = [
@@ -133,6 +136,8 @@ __all__ = [
     "Outcome",
     "PermissionDenied",
     "Position",
+    "Provide",
+    "Provider",
     "ProviderUnavailable",
     "RateLimited",
     "ReasoningContext",
@@ -189,6 +194,7 @@ __all__ = [
     "current_run",
     "default_registry",
     "hook",
+    "list_provider",
     "load_container",
     "on",
     "recover",

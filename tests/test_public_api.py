@@ -21,6 +21,7 @@ FNCORE = {
     "ToolEnd", "ToolResult", "ToolResultPart", "ToolResultReady", "ToolSpec", "ToolStart",
     "UnknownToolCalled", "Usage", "UsageReported", "current_metadata", "current_run",
     "default_registry", "hook", "load_container", "on", "recover", "tool", "tool_source",
+    "Provide", "Provider", "list_provider",
 }  # fmt: skip
 
 TESTING = {

@@ -1,6 +1,7 @@
 """The imperative shell: builds stacks, drives the loop, runs tools and hooks."""
 
 from fncore.runtime._agent import Agent, Prompt
+from fncore.runtime._di import Provide, Provider, list_provider
 from fncore.runtime._scope import current_metadata, current_run
 from fncore.runtime._sessions import InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription
@@ -10,9 +11,12 @@ __all__ = [
     "Agent",
     "InMemorySessionStore",
     "Prompt",
+    "Provide",
+    "Provider",
     "RunStream",
     "SessionStore",
     "StackDescription",
     "current_metadata",
     "current_run",
+    "list_provider",
 ]

@@ -1,0 +1,71 @@
+"""Container code that must NOT type-check: lines marked with an E-comment are mypy errors.
+
+The wrong code that the fixes in ``typings/README.md`` catch (dependency-injector alone
+accepts every line). ``check_expected_errors.py container_errors.py`` runs mypy on this file
+and compares the errors it reports with the markers, line by line.
+"""
+
+from __future__ import annotations
+
+from dependency_injector import providers
+from returns.result import Success
+
+from fncore import (
+    Agent,
+    Container,
+    Model,
+    Outcome,
+    Provide,
+    Provider,
+    Registry,
+    SystemPromptContext,
+    list_provider,
+)
+
+
+class Greeter:
+    def greet(self) -> str:
+        return "hello"
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+class AppContainer(Container):
+    greeter = providers.Factory(Greeter)
+    greeters = list_provider(providers.Factory(Greeter))
+
+
+registry = Registry()
+
+
+# Gap 1: a default that does not fit its annotation, or a marker that does not exist.
+@registry.on("system_prompt")
+async def greeting(
+    ctx: SystemPromptContext,
+    prompt: str,
+    greeter: Registry = Provide[AppContainer.greeter],  # E: assignment
+    model: Model = Provider[Container.model],  # E: assignment
+    make: providers.Factory[Greeter] = Provide[AppContainer.greeter],  # E: index
+    rounds: int = Provide[Container.model],  # E: assignment
+) -> Outcome[str]:
+    return Success(prompt)
+
+
+Provide[AppContainer.greeter].shout()  # E: attr-defined
+_ = Provide[AppContainer.greeter, "x"]  # E: index
+
+# Gap 2: list elements keep their type; a plain value or no item at all is refused.
+AppContainer().greeters()[0].shout()  # E: attr-defined
+models: providers.Provider[list[Model]] = AppContainer.greeters  # E: assignment
+list_provider(add)  # E: arg-type
+list_provider()  # E: call-arg
+
+
+# Gap 3: the typed call, `Agent(container=...)`, checks every argument.
+def build(container: AppContainer) -> None:
+    Agent(container=container, tols=[add])  # E: call-overload
+    Agent(container=container, instructions=3)  # E: call-overload
+    Agent(container=container, tools=container.greeters())  # E: arg-type
+    Agent(container=container, registry=container.greeter())  # E: call-overload
