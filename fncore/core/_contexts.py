@@ -49,7 +49,12 @@ class EventMapFailed(Exception):
 
 def _map_error(fn: EventMap, position: Position, problem: str) -> EventMapFailed:
     qualname = str(getattr(fn, "__qualname__", type(fn).__name__))
-    owner = qualname.split(".<locals>.")[0]
+    # A map defined inside a middleware (the usual way) is named after it: f.<locals>.g.
+    owner = (
+        qualname.rsplit(".<locals>.", 1)[0].rsplit(".", 1)[-1]
+        if ".<locals>." in qualname
+        else qualname
+    )
     return EventMapFailed(
         MiddlewareError(
             message=f"its event map {qualname!r} {problem}",

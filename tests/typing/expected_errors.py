@@ -9,6 +9,7 @@ from __future__ import annotations
 from returns.result import Success
 
 from fncore import (
+    Agent,
     ModelCallContext,
     ModelCallNext,
     ModelResponse,
@@ -59,6 +60,16 @@ registry.on("system_prompt")(model_mw)  # E: type-var
 registry.on("model_cal")(model_mw)  # E: call-overload
 registry.on("model_call", tools=["add"])(model_mw)  # E: call-overload
 registry.hook("run_start")(tool_end_hook)  # E: type-var
+registry.on("model_call", before="outer")(model_mw)  # E: call-overload
+registry.on("tool_call", tools="add")(tool_mw)  # E: call-overload
+
+
+def source_with_parameter(path: str) -> list[ToolResult]:
+    return []
+
+
+registry.tool_source(source_with_parameter)  # E: type-var
+Agent()  # E: call-overload
 registry.on("tool_call")(tool_mw)
 registry.hook("tool_end")(tool_end_hook)
 _: RunStart | None = None

@@ -16,6 +16,7 @@ from fncore import (
     AgentError,
     CompressContext,
     CompressNext,
+    Container,
     Message,
     ModelCallContext,
     ModelCallNext,
@@ -26,6 +27,7 @@ from fncore import (
     Registry,
     RunContext,
     RunNext,
+    RunOutcome,
     RunResult,
     RunStream,
     StateKey,
@@ -36,6 +38,7 @@ from fncore import (
     ToolEnd,
     ToolResult,
     load_container,
+    recover,
 )
 from fncore.testing import TestModel
 
@@ -72,10 +75,28 @@ async def count(
 
 @registry.on("tool_call", tools=["add"], after=["count"])
 async def cache(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
-    """Short-circuit with a cached result."""
+    """Short-circuit with a cached result; read and change arguments with their types."""
     if ctx.call.arguments == "{}":
         return Success(ToolResult("0"))
+    assert_type(ctx.arg("a", int), int)
+    assert_type(ctx.with_args(b=2), ToolCallContext)
     return await call_next(ctx)
+
+
+@registry.on("model_call", order="innermost")
+async def retry_once(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+    """Retry once on an error; a Terminate passes through untouched."""
+
+    async def again(error: AgentError) -> Outcome[ModelResponse]:
+        return await call_next(ctx)
+
+    outcome = await recover(await call_next(ctx), again)
+    assert_type(outcome, Outcome[ModelResponse])
+    return outcome
+
+
+class MyContainer(Container):
+    """A user's container subclass."""
 
 
 @registry.on("compress_context")
@@ -114,6 +135,9 @@ async def main() -> None:
     agent = Agent(TestModel(), registry=registry)
     outcome = await agent.run("What is 2 + 3?", metadata={"user": "u1"})
     assert_type(outcome, Result[RunResult, AgentError])
+    named: RunOutcome = outcome
+    assert_type(named, RunOutcome)
+    assert_type(load_container(environ={}, container=MyContainer()), MyContainer)
     assert_type(outcome.map(lambda r: r.output), Result[str, AgentError])
     assert_type(
         outcome.unwrap().stop_reason,
