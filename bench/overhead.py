@@ -17,6 +17,8 @@ shown too, with the spread (max - min) / median across rounds.
   cost of switching a position on (a context object and the innermost adapter);
 * ``floor``: the same workload as a hand-written async loop over plain dicts and lists;
 * ``closure``: a chain of 10 bare async closures, the floor of one layer;
+* ``history``: ``base`` continuing a session that holds 1,000 prior messages (tool rounds
+  included), loaded from and committed to a session store each run;
 * ``concurrent``: wall time and peak memory of 1,000 runs gathered on one agent.
 
 Usage::
@@ -46,6 +48,7 @@ from returns.result import Result, Success
 
 from fncore import (
     Agent,
+    InMemorySessionStore,
     Message,
     ModelCallContext,
     ModelCallNext,
@@ -57,11 +60,14 @@ from fncore import (
     RunContext,
     RunNext,
     RunResult,
+    Session,
+    SessionUpdate,
     Tool,
     ToolCallContext,
     ToolCallNext,
     ToolCallPart,
     ToolResult,
+    ToolResultPart,
 )
 from fncore.core import ModelStreamItem
 from fncore.core._fold import Handler, fold_onion
@@ -82,6 +88,10 @@ TARGET_BASE_RATIO = 5.0
 """Goal: a 0-middleware run costs at most this many hand-written loops."""
 TARGET_LAYER_RATIO = 3.0
 """Goal: one middleware layer costs at most this many bare closure layers."""
+TARGET_HISTORY_RATIO = 2.0
+"""Goal: a run of a session with `HISTORY` prior messages costs at most this many base runs."""
+HISTORY = 1000
+"""Prior messages in the ``history`` workload's session."""
 
 
 def add(a: int, b: int) -> int:
@@ -236,6 +246,61 @@ def make_agent(depth: int, *, yield_once: bool = False) -> Agent:
         registry=middleware_registry(depth),
         tools=[ADD],
     )
+
+
+def prior_history(size: int) -> tuple[Message, ...]:
+    """``size`` messages of earlier turns: a question, a tool call, its result, an answer.
+
+    Args:
+        size: How many messages (a multiple of 4).
+
+    Returns:
+        The history.
+    """
+    turn = (
+        Message.user(PROMPT),
+        Message("assistant", (ToolCallPart("call_0", "add", ARGUMENTS),)),
+        Message("tool", (ToolResultPart("call_0", "add", "3"),)),
+        Message.assistant(ANSWER),
+    )
+    return turn * (size // len(turn))
+
+
+class SteadySessionStore:
+    """An in-memory store whose session stays at the same size, run after run.
+
+    Each commit is applied as `InMemorySessionStore` applies it (the history is extended), but
+    the next load serves the session as it was, so every timed run continues a session of
+    exactly `HISTORY` messages, loaded and committed as a real one is.
+    """
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    async def load(self, session_id: str) -> Session | None:
+        """The session, at its original size."""
+        return self._session
+
+    async def commit(self, update: SessionUpdate) -> Session | None:
+        """Apply the update as a store does; the result is not kept."""
+        return update.apply(self._session)
+
+
+async def history_agent() -> tuple[Agent, str]:
+    """An agent whose session ``"long"`` holds `HISTORY` prior messages.
+
+    Returns:
+        The agent and the session id to run with.
+    """
+    store = InMemorySessionStore()
+    session = await store.commit(SessionUpdate("long", 0, 0, prior_history(HISTORY)))
+    assert session is not None
+    agent = Agent(
+        InstantModel(), registry=Registry(), tools=[ADD], sessions=SteadySessionStore(session)
+    )
+    return agent, "long"
 
 
 # -- the floors ----------------------------------------------------------------------------
@@ -445,6 +510,11 @@ def _check_workload() -> None:
         if tool_message.tool_results[0].content != "3":
             msg = f"the tool did not run as expected: {tool_message!r}"
             raise RuntimeError(msg)
+        long_agent, long_session = await history_agent()
+        long = (await long_agent.run(PROMPT, session_id=long_session)).unwrap()
+        if long.output != ANSWER or len(long.messages) != 3:
+            msg = f"the history run went wrong: {long!r}"
+            raise RuntimeError(msg)
         for depth in (0, DEPTH):
             output = (await make_agent(depth).run(PROMPT)).unwrap().output
             if output != ANSWER:
@@ -479,8 +549,14 @@ async def measure(options: Options) -> dict[str, Any]:
     base_agent = make_agent(0)
     mw_agent = make_agent(DEPTH)
     mw1_agent = make_agent(1)
+    long_agent, long_session = await history_agent()
+
+    async def history_run(prompt: str) -> object:
+        return await long_agent.run(prompt, session_id=long_session)
+
     works = [
         Workload("base", base_agent.run, PROMPT),
+        Workload("history", history_run, PROMPT),
         Workload("mw", mw_agent.run, PROMPT),
         Workload("mw1", mw1_agent.run, PROMPT),
         Workload("floor", floor_run, PROMPT),
@@ -545,6 +621,11 @@ async def measure(options: Options) -> dict[str, Any]:
         "per_layer_us": per_layer_us,
         "base_ratio": low["base"] / low["floor"],
         "layer_ratio": per_layer_us / closure_layer_us,
+        "history_us": low["history"],
+        "history_us_median": med["history"],
+        "history_messages": HISTORY,
+        "history_ratio": low["history"] / low["base"],
+        "history_ratio_median": med["history"] / med["base"],
         "base_us_median": med["base"],
         "mw_us_median": med["mw"],
         "mw1_us_median": med["mw1"],
@@ -602,6 +683,9 @@ def report(figures: dict[str, Any]) -> str:
         f"   spread {spread['mw1']:.0%}",
         f"  hand-written loop (floor)    {f['floor_us']:8.2f} us/run   [{f['floor_us_median']:.2f}]"
         f"   spread {spread['floor']:.0%}",
+        f"  0 middleware, {f['history_messages']} prior msgs "
+        f"{f['history_us']:7.2f} us/run   [{f['history_us_median']:.2f}]"
+        f"   spread {spread['history']:.0%}   (a session store load + commit each run)",
         f"  {DEPTH} bare async closures       {f['closure_call_us']:8.3f} us/call  "
         f"(leaf alone {f['closure_leaf_us']:.3f} us)",
         "",
@@ -625,6 +709,10 @@ def report(figures: dict[str, Any]) -> str:
         f"  layer_ratio (extra layer / closure)    {f['layer_ratio']:6.2f}  "
         f"target <= {TARGET_LAYER_RATIO:g}  {_verdict(f['layer_ratio'], TARGET_LAYER_RATIO)}"
         f"   [median-based {f['layer_ratio_median']:.2f}]",
+        f"  history_ratio (1,000 msgs / base)      {f['history_ratio']:6.2f}  "
+        f"target <= {TARGET_HISTORY_RATIO:g}  "
+        f"{_verdict(f['history_ratio'], TARGET_HISTORY_RATIO)}"
+        f"   [median-based {f['history_ratio_median']:.2f}]",
         "",
         f"  {f['concurrency']} concurrent runs (asyncio.gather, one agent, model yields once "
         f"per call; {f['concurrent_in_flight']} in flight at peak)",

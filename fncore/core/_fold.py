@@ -92,6 +92,13 @@ def wrong_value(position: Position, name: str, value: object) -> Failure[Halt]:
     )
 
 
+def _checked_failure(position: Position, name: str, out: Any) -> Outcome[Any]:
+    """``out`` if it is a ``Failure`` of a halt, else the error for returning it."""
+    if type(out) is Failure and isinstance(out._inner_value, _HALTS):
+        return out
+    return wrong_value(position, name, out)
+
+
 def _layer(
     position: Position,
     name: str,
@@ -102,7 +109,9 @@ def _layer(
 ) -> Handler[_C, _T]:
     # ``_inner_value`` is where returns keeps a container's value: reading it directly
     # saves a method call per layer (a test pins that it stays there). The common case,
-    # a type check alone, gets a closure of its own: this is the hottest code in fncore.
+    # a type check alone, gets a closure of its own: this is the hottest code in fncore,
+    # written in the order that costs least (a value without the attribute is rare, and
+    # raising AttributeError is then cheaper than testing for it every time).
     if accepts is None:
 
         async def handle(ctx: _C) -> Outcome[_T]:
@@ -110,13 +119,12 @@ def _layer(
                 out: Any = await fn(ctx, inner)
             except Exception as exc:
                 return raised(position, name, exc)
-            cls = type(out)
-            if cls is Success:
-                if type(out._inner_value) is expected:
-                    return out  # type: ignore[no-any-return]
-            elif cls is Failure and isinstance(out._inner_value, _HALTS):
-                return out  # type: ignore[no-any-return]
-            return wrong_value(position, name, out)
+            try:
+                if out._inner_value.__class__ is expected and out.__class__ is Success:
+                    return out
+            except AttributeError:
+                pass
+            return _checked_failure(position, name, out)
 
     else:
         check = accepts
@@ -126,13 +134,11 @@ def _layer(
                 out: Any = await fn(ctx, inner)
             except Exception as exc:
                 return raised(position, name, exc)
-            cls = type(out)
-            if cls is Success:
+            if type(out) is Success:
                 if type(out._inner_value) is expected and check(ctx, out._inner_value):
-                    return out  # type: ignore[no-any-return]
-            elif cls is Failure and isinstance(out._inner_value, _HALTS):
-                return out  # type: ignore[no-any-return]
-            return wrong_value(position, name, out)
+                    return out
+                return wrong_value(position, name, out)
+            return _checked_failure(position, name, out)
 
     handle.__qualname__ = f"{position}:{name}"
     return handle

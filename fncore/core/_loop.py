@@ -94,7 +94,9 @@ class LoopState:
     """Where a run is. Transitions return a new state; none mutates one."""
 
     history: tuple[Message, ...]
-    """The whole conversation, as the next model call will see it."""
+    """The conversation as the round's request sends it. The round's response joins it
+    with the round's tool results (until then it is the last of ``new``), so a long
+    history is copied once per round, not twice."""
     new: tuple[Message, ...] = ()
     """The messages this run added."""
     round: int = 1
@@ -215,11 +217,11 @@ def on_response(
             message = fixed
             calls = [p for p in message.parts if type(p) is ToolCallPart]
     new = (*state.new, message)
-    if not calls or not settings.enabled:  # the run ends: no next request needs the history
-        done = LoopState(state.history, new, state.round, state.errors_in_a_row, usage)
+    history = state.history
+    if not calls or not settings.enabled:
+        done = LoopState(history, new, state.round, state.errors_in_a_row, usage)
         stop: StopReason = "awaiting_tools" if calls else "completed"
         return done, Finish(RunResult(message.text, new, usage, state.round, stop))
-    history = state.history + (message,)  # noqa: RUF005 - twice as fast for long histories
     plan: list[Ready | Rejected] = []
     for call in calls:
         tool = tools.get(call.name)
@@ -261,9 +263,12 @@ def on_tool_results(
     tool_choice: ToolChoice,
     settings: LoopSettings,
 ) -> tuple[LoopState, Decision]:
-    """Record a round's tool results (in call order) and decide whether to go on."""
+    """Record a round's tool results (in call order) and decide whether to go on.
+
+    The round's response (the last of ``state.new``) and its results join the history.
+    """
     message = Message("tool", results)
-    history = state.history + (message,)  # noqa: RUF005 - twice as fast for long histories
+    history = state.history + (state.new[-1], message)  # noqa: RUF005 - twice as fast
     new = (*state.new, message)
     failed = False
     for r in results:

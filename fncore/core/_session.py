@@ -95,7 +95,7 @@ class SessionUpdate:
         kept = current.messages[: self.keep] if current is not None else ()
         return Session(
             self.session_id,
-            (*kept, *self.append) if kept else self.append,
+            kept + self.append if kept else self.append,
             self.state,
             self.version + 1,
         )

@@ -293,3 +293,9 @@ async def test_chain_steps_exception_and_non_result_become_errors() -> None:
         assert isinstance(error, MiddlewareError)
         assert (error.middleware, error.position) == (name, "system_prompt")
         assert expect in error.message
+
+
+def test_returns_keeps_a_containers_value_in_inner_value() -> None:
+    """The fold reads ``_inner_value`` directly (a method call less per layer): pin it."""
+    assert Success(1)._inner_value == 1
+    assert Failure("x")._inner_value == "x"

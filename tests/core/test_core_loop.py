@@ -68,6 +68,12 @@ def bad(call: ToolCallPart, content: str = "failed") -> ToolResultPart:
     return ToolResultPart(call.id, call.name, content, is_error=True)
 
 
+def asked(state: LoopState, settings: LoopSettings = SETTINGS) -> LoopState:
+    """The state after a response calling add (a round's results follow such a response)."""
+    after, _ = on_response(state, calls(ADD), TOOLS, "auto", settings)
+    return after
+
+
 def started(*messages: Message) -> LoopState:
     state = start((USER, *messages))
     assert isinstance(state, LoopState)
@@ -133,10 +139,10 @@ def test_tool_results_fail_at_the_iteration_limit() -> None:
     state = start((USER,))
     assert isinstance(state, LoopState)
     result = (ToolResultPart("c1", "add", "3"),)
-    state, decision = on_tool_results(state, result, "auto", settings)
+    state, decision = on_tool_results(asked(state), result, "auto", settings)
     assert isinstance(decision, NextRound)
     assert state.round == 2
-    state, decision = on_tool_results(state, result, "auto", settings)
+    state, decision = on_tool_results(asked(state), result, "auto", settings)
     assert isinstance(decision, Fail)
     assert isinstance(decision.error, MaxIterationsReached)
     assert "2 rounds" in decision.error.message
@@ -270,11 +276,11 @@ def test_tool_results_append_a_tool_message_and_go_on() -> None:
 def test_consecutive_errors_count_and_reset() -> None:
     """A round with any error result counts; a clean round resets the count to zero."""
     state = started()
-    state, _ = on_tool_results(state, (bad(ADD),), "auto", SETTINGS)
+    state, _ = on_tool_results(asked(state), (bad(ADD),), "auto", SETTINGS)
     assert state.errors_in_a_row == 1
-    state, _ = on_tool_results(state, (ok(ADD), bad(ADD)), "auto", SETTINGS)
+    state, _ = on_tool_results(asked(state), (ok(ADD), bad(ADD)), "auto", SETTINGS)
     assert state.errors_in_a_row == 2
-    state, decision = on_tool_results(state, (ok(ADD),), "auto", SETTINGS)
+    state, decision = on_tool_results(asked(state), (ok(ADD),), "auto", SETTINGS)
     assert state.errors_in_a_row == 0
     assert isinstance(decision, NextRound)
 
@@ -283,9 +289,9 @@ def test_too_many_tool_errors_at_the_limit() -> None:
     """The limit-th consecutive failing round fails with TooManyToolErrors carrying messages."""
     settings = LoopSettings(max_consecutive_errors_per_request=2)
     state = started()
-    state, first = on_tool_results(state, (bad(ADD),), "auto", settings)
+    state, first = on_tool_results(asked(state), (bad(ADD),), "auto", settings)
     assert isinstance(first, NextRound)
-    state, second = on_tool_results(state, (bad(ADD),), "auto", settings)
+    state, second = on_tool_results(asked(state), (bad(ADD),), "auto", settings)
     assert isinstance(second, Fail)
     assert isinstance(second.error, TooManyToolErrors)
     assert "2 rounds in a row" in second.error.message
