@@ -471,3 +471,12 @@ async def test_a_commit_that_did_not_apply_lets_the_cancellation_through() -> No
         raise AssertionError("a commit that did not apply must not hide the cancellation")
     assert store.finished == 1
     assert await store.load("s") is None
+
+
+async def test_the_in_memory_store_deletes_a_session() -> None:
+    """delete() forgets a session (True), and says False when there was none."""
+    store = InMemorySessionStore()
+    await preload(store, "s", Message.user("hi"))
+    assert await store.delete("s") is True
+    assert await store.load("s") is None
+    assert await store.delete("s") is False
