@@ -66,9 +66,16 @@ def chat_usage(
     }
 
 
-def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    """A tool call in a completion message."""
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+ABSENT: Any = object()
+"""A field value that leaves the field out of the wire JSON (a missing id)."""
+
+
+def call(call_id: Any, name: str, arguments: Any) -> dict[str, Any]:
+    """A tool call in a completion message (no ``id`` field when ``call_id`` is `ABSENT`)."""
+    wire: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    if call_id is not ABSENT:
+        wire["id"] = call_id
+    return wire
 
 
 def completion(
@@ -117,16 +124,16 @@ def chunk(
 
 
 def call_chunk(
-    index: int, *, call_id: str | None = None, name: str | None = None, args: str | None = None
+    index: int, *, call_id: Any = ABSENT, name: str | None = None, args: Any = ABSENT
 ) -> tuple[None, dict[str, Any]]:
-    """A chunk carrying one tool-call fragment."""
+    """A chunk carrying one tool-call fragment (``id`` and ``arguments`` only when given)."""
     function: dict[str, Any] = {}
     if name is not None:
         function["name"] = name
-    if args is not None:
+    if args is not ABSENT:
         function["arguments"] = args
     fragment: dict[str, Any] = {"index": index, "function": function}
-    if call_id is not None:
+    if call_id is not ABSENT:
         fragment.update(id=call_id, type="function")
     return chunk({"tool_calls": [fragment]})
 
