@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from returns.result import Result, Success
 
 from fncore import (
     AgentError,
     Message,
+    ModelError,
     ModelRequest,
     ModelResponse,
     RunResult,
-    ToolCallArgsDelta,
-    ToolCallStarted,
     ToolResultPart,
     ToolSpec,
 )
+from fncore.core import ResponseAssembler, StreamDelta
+
+ABSENT: Any = object()
+"""A field value that leaves the field out of the wire JSON (a missing id)."""
+
+IDS = (ABSENT, None, "", "c_real")
+"""Tool-call ids as servers send them: missing, null, empty, then a real one."""
+
+ASSIGNED = ["call_0", "call_1", "call_2", "c_real"]
+"""The ids the calls of `IDS` get: `fallback_call_id` of their index, or their own."""
 
 
 def add(a: int, b: int) -> int:
@@ -37,20 +47,13 @@ def run_ok(outcome: Result[RunResult, AgentError]) -> RunResult:
 
 
 def streamed_calls(items: Iterable[object]) -> dict[str, tuple[str, str]]:
-    """Each call id a stream started, with its name and its argument deltas joined.
-
-    What a stream consumer can correlate; an argument delta for a call id that was never
-    started fails the assertion.
-    """
-    calls: dict[str, tuple[str, str]] = {}
+    """The tool calls a consumer assembles from a stream's deltas, as `call_map` gives them."""
+    assembler = ResponseAssembler()
     for item in items:
-        if isinstance(item, ToolCallStarted):
-            calls[item.call_id] = (item.name, "")
-        elif isinstance(item, ToolCallArgsDelta):
-            assert item.call_id in calls, f"arguments for {item.call_id!r}, never started"
-            name, args = calls[item.call_id]
-            calls[item.call_id] = (name, args + item.delta)
-    return calls
+        if not isinstance(item, ModelResponse | ModelError):
+            assert isinstance(item, StreamDelta), item
+            assembler.add(item)
+    return call_map(assembler.finish())
 
 
 def call_map(response: ModelResponse) -> dict[str, tuple[str, str]]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fake_provider import FakeProvider, Reply, sse
 from fncore_openai import OpenAIChatModel, OpenAIResponsesModel
 from openai import AsyncOpenAI
 from returns.result import Success
-from support import add
+from support import ABSENT, add
 
 from fncore import Message, Model, ModelRequest, ModelResponse, Tool
 from fncore.core import ModelStreamItem
@@ -64,10 +65,6 @@ def chat_usage(
         "prompt_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
         "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
-
-
-ABSENT: Any = object()
-"""A field value that leaves the field out of the wire JSON (a missing id)."""
 
 
 def call(call_id: Any, name: str, arguments: Any) -> dict[str, Any]:
@@ -140,6 +137,14 @@ def call_chunk(
 
 DONE: tuple[None, str] = (None, "[DONE]")
 
+PARSED_ARGUMENTS: list[tuple[Any, str]] = [
+    ({"a": 1, "b": 2}, json.dumps({"a": 1, "b": 2})),
+    ({}, "{}"),
+    (None, "{}"),
+    (7, "7"),
+]
+"""Arguments sent as JSON values instead of strings, and the JSON text each decodes to."""
+
 
 def chat_stream(
     *events: tuple[None, Any],
@@ -184,16 +189,18 @@ def message_item(text: str, item_id: str = "msg_1") -> dict[str, Any]:
     }
 
 
-def function_item(call_id: str, name: str, arguments: str, item_id: str = "") -> dict[str, Any]:
-    """A function_call output item."""
-    return {
+def function_item(call_id: Any, name: str, arguments: Any, item_id: str = "") -> dict[str, Any]:
+    """A function_call output item (no ``call_id`` field when ``call_id`` is `ABSENT`)."""
+    item: dict[str, Any] = {
         "type": "function_call",
         "id": item_id or f"fc_{call_id}",
-        "call_id": call_id,
         "name": name,
         "arguments": arguments,
         "status": "completed",
     }
+    if call_id is not ABSENT:
+        item["call_id"] = call_id
+    return item
 
 
 def reasoning_item(summary: str, encrypted: str | None, item_id: str = "rs_1") -> dict[str, Any]:
@@ -272,3 +279,13 @@ def ok(result: object) -> ModelResponse:
     assert isinstance(result, Success), result
     response: ModelResponse = result.unwrap()
     return response
+
+
+async def decoded(model: Model, streamed: bool) -> tuple[list[ModelStreamItem], ModelResponse]:
+    """The stream's items (none when not streamed) and the response, to a request with ADD."""
+    if not streamed:
+        return [], ok(await model.request(ask(tools=(ADD,))))
+    items = await collect(model, ask(tools=(ADD,)))
+    last = items[-1]
+    assert isinstance(last, ModelResponse), last
+    return items, last

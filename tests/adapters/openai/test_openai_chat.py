@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from fake_provider import FakeProvider, Reply, sse
 from openai_wire import (
-    ABSENT,
     ADD,
     DONE,
+    PARSED_ARGUMENTS,
     ask,
     body,
     call,
@@ -23,12 +22,13 @@ from openai_wire import (
     close_clients,
     collect,
     completion,
+    decoded,
     greet,
     ok,
 )
 from pydantic import BaseModel
 from returns.result import Failure
-from support import add, call_map, follow_up, streamed_calls
+from support import ASSIGNED, IDS, add, call_map, follow_up, streamed_calls
 
 from fncore import (
     BadRequest,
@@ -489,12 +489,6 @@ async def test_stream_without_usage_chunk(fake_provider: FakeProvider) -> None:
 
 # --- tool-call ids and arguments as compatible servers send them -----------------------
 
-IDS = (ABSENT, None, "", "c_real")
-"""A missing, a null and an empty id, then a real one."""
-
-ASSIGNED = ["call_0", "call_1", "call_2", "c_real"]
-"""The ids the calls of `IDS` get: `fallback_call_id` of their index, or their own."""
-
 
 def calls_reply(streamed: bool, ids: tuple[Any, ...], args: tuple[Any, ...]) -> Reply:
     """One add call per id and arguments, as a whole completion or a stream."""
@@ -508,27 +502,16 @@ def calls_reply(streamed: bool, ids: tuple[Any, ...], args: tuple[Any, ...]) -> 
     return completion(None, calls=calls, finish="tool_calls")
 
 
-async def answer(fake: FakeProvider, streamed: bool) -> ModelResponse:
-    """The response to a request with ADD, through request() or as a stream's last item."""
-    model = chat_model(fake)
-    if not streamed:
-        return ok(await model.request(ask(tools=(ADD,))))
-    last = (await collect(model, ask(tools=(ADD,))))[-1]
-    assert isinstance(last, ModelResponse), last
-    return last
-
-
 async def test_calls_without_ids_get_fallback_ids_in_both_modes(
     fake_provider: FakeProvider,
 ) -> None:
     """Missing, null and empty ids become call_<index> alike whole and streamed, deltas too."""
     args = tuple(f'{{"a": {n}, "b": 1}}' for n in range(len(IDS)))
     fake_provider.reply(calls_reply(False, IDS, args), calls_reply(True, IDS, args))
-    model = chat_model(fake_provider)
-    whole = ok(await model.request(ask(tools=(ADD,))))
-    items = await collect(model, ask(tools=(ADD,)))
+    _, whole = await decoded(chat_model(fake_provider), False)
+    items, streamed = await decoded(chat_model(fake_provider), True)
     assert [c.id for c in whole.tool_calls] == ASSIGNED
-    assert items[-1] == whole
+    assert streamed == whole
     assert streamed_calls(items) == call_map(whole)
 
 
@@ -536,7 +519,7 @@ async def test_calls_without_ids_get_fallback_ids_in_both_modes(
 async def test_assigned_ids_are_sent_back(fake_provider: FakeProvider, streamed: bool) -> None:
     """The next request carries the assigned ids on the calls and on their results."""
     fake_provider.reply(calls_reply(streamed, IDS, ("{}",) * len(IDS)), completion("done"))
-    first = await answer(fake_provider, streamed)
+    _, first = await decoded(chat_model(fake_provider), streamed)
     await chat_model(fake_provider).request(follow_up(first, (ADD,)))
     sent = body(fake_provider)["messages"]
     assert [c["id"] for c in sent[1]["tool_calls"]] == ASSIGNED
@@ -544,16 +527,15 @@ async def test_assigned_ids_are_sent_back(fake_provider: FakeProvider, streamed:
 
 
 @pytest.mark.parametrize("streamed", [False, True])
-@pytest.mark.parametrize(
-    ("wire", "text"),
-    [({"a": 1, "b": 2}, json.dumps({"a": 1, "b": 2})), ({}, "{}"), (None, "{}"), (7, "7")],
-)
+@pytest.mark.parametrize(("wire", "text"), PARSED_ARGUMENTS)
 async def test_parsed_arguments_become_json_text(
     fake_provider: FakeProvider, streamed: bool, wire: Any, text: str
 ) -> None:
     """Arguments sent as JSON values, not strings, decode to JSON text and go back as such."""
     fake_provider.reply(calls_reply(streamed, ("c1",), (wire,)), completion("done"))
-    first = await answer(fake_provider, streamed)
+    items, first = await decoded(chat_model(fake_provider), streamed)
     assert first.tool_calls == (ToolCallPart("c1", "add", text),)
+    if items:
+        assert streamed_calls(items) == call_map(first)
     await chat_model(fake_provider).request(follow_up(first, (ADD,)))
     assert body(fake_provider)["messages"][1]["tool_calls"][0]["function"]["arguments"] == text
