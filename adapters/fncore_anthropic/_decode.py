@@ -1,8 +1,8 @@
 """Decoding of a Messages API response into a fncore `ModelResponse`.
 
-The builders here (`text_part`, `reasoning_part`, `call_part`, `usage_of`, `finish_reason`)
-are shared with the stream decoder, so a streamed response equals the non-streamed one for
-the same content.
+The builders here (`text_part`, `reasoning_part`, `call_part`, `usable_call_id`, `usage_of`,
+`finish_reason`) are shared with the stream decoder, so a streamed response equals the
+non-streamed one for the same content.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from fncore.core import (
     TextPart,
     ToolCallPart,
     Usage,
+    fallback_call_id,
 )
 
 _FINISH: dict[str, FinishReason] = {
@@ -98,6 +99,19 @@ def redacted_part(data: str) -> ReasoningPart:
     return ReasoningPart("", redacted=data)
 
 
+def usable_call_id(raw: object, index: int) -> str:
+    """The id of the ``index``-th ``tool_use`` block of a response (0-based, in order).
+
+    A non-empty string is kept as it is (duplicates too: the agent loop renames them); a
+    missing, ``null`` or empty id, or one that is not a string, gets `fallback_call_id`.
+
+    Example:
+        >>> usable_call_id("toolu_01", 0), usable_call_id(None, 1), usable_call_id("", 2)
+        ('toolu_01', 'call_1', 'call_2')
+    """
+    return raw if isinstance(raw, str) and raw else fallback_call_id(index)
+
+
 def call_part(call_id: str, name: str, arguments: str) -> ToolCallPart:
     """The part for a ``tool_use`` block whose input arrived as JSON text ``arguments``.
 
@@ -119,6 +133,7 @@ def decode_message(wire: WireMessage) -> ModelResponse:
     part and are left out.
     """
     parts: list[Part] = []
+    calls = 0
     for block in wire.content:
         part: Part | None = None
         kind = block.type  # the SDK builds unknown block types as some known class
@@ -129,7 +144,9 @@ def decode_message(wire: WireMessage) -> ModelResponse:
         elif kind == "redacted_thinking" and isinstance(block, RedactedThinkingBlock):
             part = redacted_part(block.data)
         elif kind == "tool_use" and isinstance(block, ToolUseBlock):
-            part = ToolCallPart(block.id, block.name, json.dumps(block.input))
+            call_id = usable_call_id(getattr(block, "id", None), calls)
+            part = ToolCallPart(call_id, block.name, json.dumps(block.input))
+            calls += 1
         if part is not None:
             parts.append(part)
     has_calls = any(isinstance(p, ToolCallPart) for p in parts)

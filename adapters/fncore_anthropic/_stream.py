@@ -52,6 +52,7 @@ from fncore_anthropic._decode import (
     reasoning_part,
     redacted_part,
     text_part,
+    usable_call_id,
     usage_of,
 )
 from fncore_anthropic._errors import interrupted, map_exception
@@ -88,10 +89,20 @@ class _Block:
 class StreamDecoder:
     """Folds raw events into deltas and, after ``message_stop``, the final response."""
 
-    __slots__ = ("_blocks", "_delta_usage", "_model", "_start_usage", "_stop_reason", "done")
+    __slots__ = (
+        "_blocks",
+        "_calls",
+        "_delta_usage",
+        "_model",
+        "_start_usage",
+        "_stop_reason",
+        "done",
+    )
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
+        self._calls = 0
+        """How many ``tool_use`` blocks started: the index of the next one."""
         self._model = ""
         self._stop_reason: str | None = None
         self._start_usage: tuple[int | None, ...] = (None,) * 5
@@ -171,10 +182,12 @@ class StreamDecoder:
             self._blocks[event.index] = _Block("redacted_thinking", data=block.data)
             return []
         if kind == "tool_use" and isinstance(block, ToolUseBlock):
+            call_id = usable_call_id(getattr(block, "id", None), self._calls)
+            self._calls += 1
             self._blocks[event.index] = _Block(
-                "tool_use", call_id=block.id, name=block.name, start_input=json.dumps(block.input)
+                "tool_use", call_id=call_id, name=block.name, start_input=json.dumps(block.input)
             )
-            return [ToolCallStarted(block.id, block.name)]
+            return [ToolCallStarted(call_id, block.name)]
         self._blocks[event.index] = _Block("other")
         return []
 

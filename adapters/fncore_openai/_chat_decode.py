@@ -24,6 +24,7 @@ from fncore.core import (
     Usage,
     UsageReported,
 )
+from fncore_openai._calls import arguments_text, usable_call_id
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -86,10 +87,14 @@ def decode_completion(completion: ChatCompletion, fallback_name: str) -> ModelRe
     text = (message.content or "") + (message.refusal or "")
     if text:
         parts.append(TextPart(text))
-    for call in message.tool_calls or ():
-        function = getattr(call, "function", None)
-        if function is not None:
-            parts.append(ToolCallPart(call.id, function.name, function.arguments or "{}"))
+    functions = [
+        (getattr(c, "id", None), f)
+        for c in message.tool_calls or ()
+        if (f := getattr(c, "function", None)) is not None
+    ]
+    for index, (raw_id, function) in enumerate(functions):
+        arguments = arguments_text(getattr(function, "arguments", None)) or "{}"
+        parts.append(ToolCallPart(usable_call_id(raw_id, index), function.name, arguments))
     calls = any(type(p) is ToolCallPart for p in parts)
     return ModelResponse(
         Message("assistant", tuple(parts)),
@@ -157,8 +162,9 @@ class ChatStreamDecoder:
         return out
 
     def _call_delta(
-        self, index: int, call_id: str | None, function: object, out: list[StreamDelta]
+        self, index: int, raw_id: object, function: object, out: list[StreamDelta]
     ) -> None:
+        call_id = raw_id if isinstance(raw_id, str) else ""
         slot = self._calls.get(index)
         if slot is None or (call_id and slot.id and call_id != slot.id):
             slot = self._calls[index] = _Call()
@@ -168,7 +174,7 @@ class ChatStreamDecoder:
         name = getattr(function, "name", None)
         if name:
             slot.name = name
-        fragment = getattr(function, "arguments", None)
+        fragment = arguments_text(getattr(function, "arguments", None))
         if fragment:
             slot.args.append(fragment)
         if not slot.started and slot.id and slot.name:
@@ -189,7 +195,12 @@ class ChatStreamDecoder:
         return self._finish is not None
 
     def finish(self) -> tuple[list[StreamDelta], ModelResponse]:
-        """Deltas for calls never started (no id sent), and the final response."""
+        """Deltas for calls never started (no usable id sent), and the final response.
+
+        Such a call gets `fallback_call_id` of its index among the response's calls, the
+        id `decode_completion` gives the same call, and is started only now: an id may
+        arrive in any fragment of the call until the stream ends.
+        """
         out: list[StreamDelta] = []
         parts: list[Part] = []
         if self._reasoning:
@@ -198,7 +209,7 @@ class ChatStreamDecoder:
             parts.append(TextPart("".join(self._text)))
         for n, slot in enumerate(self._order):
             if not slot.started:
-                slot.id = slot.id or f"call_{n}"
+                slot.id = usable_call_id(slot.id, n)
                 slot.started = True
                 out.append(ToolCallStarted(slot.id, slot.name))
                 self._flush(slot, out)

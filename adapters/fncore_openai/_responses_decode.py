@@ -23,6 +23,7 @@ from fncore.core import (
     Usage,
     UsageReported,
 )
+from fncore_openai._calls import arguments_text, usable_call_id
 from fncore_openai._errors import error_for_code
 
 
@@ -43,8 +44,13 @@ def responses_usage(usage: Any) -> Usage:
 
 
 def _parts(output: list[Any]) -> list[Part]:
-    """The message parts for the output items, in order; other item kinds are skipped."""
+    """The message parts for the output items, in order; other item kinds are skipped.
+
+    A function call without a usable ``call_id`` gets `fallback_call_id` of its index
+    among the function calls, as the stream decoder gives it in its deltas.
+    """
     parts: list[Part] = []
+    calls = 0
     for item in output:
         kind = getattr(item, "type", None)
         if kind == "message":
@@ -58,7 +64,10 @@ def _parts(output: list[Any]) -> list[Part]:
             if any(texts):
                 parts.append(TextPart("".join(texts)))
         elif kind == "function_call":
-            parts.append(ToolCallPart(item.call_id, item.name, item.arguments or "{}"))
+            call_id = usable_call_id(getattr(item, "call_id", None), calls)
+            arguments = arguments_text(getattr(item, "arguments", None)) or "{}"
+            parts.append(ToolCallPart(call_id, item.name, arguments))
+            calls += 1
         elif kind == "reasoning":
             summary = [getattr(s, "text", "") or "" for s in getattr(item, "summary", None) or ()]
             text = "\n\n".join(s for s in summary if s)
@@ -105,13 +114,15 @@ def decode_response(
 class ResponsesStreamDecoder:
     """Turns stream events into deltas; the terminal event gives the final item."""
 
-    __slots__ = ("_api_key", "_calls", "_model", "result")
+    __slots__ = ("_api_key", "_calls", "_model", "_started", "result")
 
     def __init__(self, fallback_name: str, api_key: str | None) -> None:
         self._model = fallback_name
         self._api_key = api_key
         self._calls: dict[str, str] = {}
         """Item id (and ``#output_index``) -> call id of the function calls started."""
+        self._started = 0
+        """How many function calls started: the index of the next one."""
         self.result: ModelResponse | ModelError | None = None
         """The final response or error, once a terminal event arrived."""
 
@@ -135,9 +146,10 @@ class ResponsesStreamDecoder:
             return self._item_added(event)
         if kind == "response.function_call_arguments.delta":
             call_id = self._calls.get(event.item_id) or self._calls.get(f"#{event.output_index}")
-            if call_id is None or not event.delta:
+            fragment = arguments_text(event.delta)
+            if call_id is None or not fragment:
                 return []
-            return [ToolCallArgsDelta(call_id, event.delta)]
+            return [ToolCallArgsDelta(call_id, fragment)]
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             return self._terminal(event.response)
         if kind == "error":
@@ -146,16 +158,19 @@ class ResponsesStreamDecoder:
         return []
 
     def _item_added(self, event: Any) -> list[StreamDelta]:
+        """Start a function call, with the id `decode_response` gives it in the final output."""
         item = event.item
         if getattr(item, "type", None) != "function_call":
             return []
-        call_id: str = item.call_id
+        call_id = usable_call_id(getattr(item, "call_id", None), self._started)
+        self._started += 1
         if getattr(item, "id", None):
             self._calls[item.id] = call_id
         self._calls[f"#{event.output_index}"] = call_id
         out: list[StreamDelta] = [ToolCallStarted(call_id, item.name)]
-        if getattr(item, "arguments", None):
-            out.append(ToolCallArgsDelta(call_id, item.arguments))
+        arguments = arguments_text(getattr(item, "arguments", None))
+        if arguments:
+            out.append(ToolCallArgsDelta(call_id, arguments))
         return out
 
     def _terminal(self, response: Response) -> list[StreamDelta]:

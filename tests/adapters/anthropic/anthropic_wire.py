@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from fake_provider import FakeProvider, Reply, sse
 from fncore_anthropic import AnthropicModel
+from support import ABSENT
 
 from fncore import ModelError, ModelRequest, ModelResponse
 from fncore.core import ModelStreamItem, StreamDelta
@@ -33,9 +34,12 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-def tool_use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    """A tool_use block."""
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+def tool_use(call_id: Any, name: str, **arguments: Any) -> dict[str, Any]:
+    """A tool_use block (no ``id`` field when ``call_id`` is `ABSENT`)."""
+    block: dict[str, Any] = {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+    if call_id is ABSENT:
+        del block["id"]
+    return block
 
 
 def thinking(value: str, signature: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from anthropic_wire import (
     collect,
     events,
     redacted,
+    sent,
     stream_reply,
     text,
     thinking,
@@ -21,6 +22,7 @@ from anthropic_wire import (
 )
 from fake_provider import FakeProvider, Reply, sse
 from returns.result import Success
+from support import ASSIGNED, IDS, follow_up
 
 from fncore import (
     Message,
@@ -57,6 +59,10 @@ CONTENTS: dict[str, tuple[dict[str, Any], ...]] = {
     "thinking": (thinking("Two plus three is five.", "sig-abc"), text("5")),
     "redacted": (redacted("ENCRYPTED=="), thinking("", "sig-2"), text("5")),
     "empty tool input": (tool_use("c1", "add"),),
+    "calls without ids": (
+        text("Adding."),
+        *(tool_use(call_id, "add", a=n, b=1) for n, call_id in enumerate(IDS)),
+    ),
 }
 
 
@@ -308,3 +314,30 @@ async def test_truncated_tool_input_is_kept_raw(
     assert isinstance(last, ModelResponse)
     assert last.tool_calls == (ToolCallPart("c1", "add", '{"a": 12'),)
     assert last.finish_reason == "length"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_calls_without_ids_get_fallback_ids_sent_back(
+    fake_provider: FakeProvider, make_model: MakeModel, streamed: bool
+) -> None:
+    """Missing, null and empty tool_use ids become call_<index> and go back as such."""
+    content = CONTENTS["calls without ids"]
+    first = (
+        stream_reply(*content, stop_reason="tool_use")
+        if streamed
+        else Reply(200, body(*content, stop_reason="tool_use"))
+    )
+    fake_provider.reply(first, Reply(200, body(text("done"))))
+    m = make_model()
+    if streamed:
+        _, response = await collect(m, REQUEST)
+    else:
+        result = await m.request(REQUEST)
+        assert isinstance(result, Success), result
+        response = result.unwrap()
+    assert isinstance(response, ModelResponse), response
+    assert [c.id for c in response.tool_calls] == ASSIGNED
+    await m.request(follow_up(response, REQUEST.tools))
+    assistant, results = sent(fake_provider)["messages"][1:]
+    assert [b["id"] for b in assistant["content"] if b["type"] == "tool_use"] == ASSIGNED
+    assert [b["tool_use_id"] for b in results["content"]] == ASSIGNED

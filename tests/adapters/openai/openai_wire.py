@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fake_provider import FakeProvider, Reply, sse
 from fncore_openai import OpenAIChatModel, OpenAIResponsesModel
 from openai import AsyncOpenAI
 from returns.result import Success
-from support import add
+from support import ABSENT, add
 
 from fncore import Message, Model, ModelRequest, ModelResponse, Tool
 from fncore.core import ModelStreamItem
@@ -66,9 +67,12 @@ def chat_usage(
     }
 
 
-def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    """A tool call in a completion message."""
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+def call(call_id: Any, name: str, arguments: Any) -> dict[str, Any]:
+    """A tool call in a completion message (no ``id`` field when ``call_id`` is `ABSENT`)."""
+    wire: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    if call_id is not ABSENT:
+        wire["id"] = call_id
+    return wire
 
 
 def completion(
@@ -117,21 +121,29 @@ def chunk(
 
 
 def call_chunk(
-    index: int, *, call_id: str | None = None, name: str | None = None, args: str | None = None
+    index: int, *, call_id: Any = ABSENT, name: str | None = None, args: Any = ABSENT
 ) -> tuple[None, dict[str, Any]]:
-    """A chunk carrying one tool-call fragment."""
+    """A chunk carrying one tool-call fragment (``id`` and ``arguments`` only when given)."""
     function: dict[str, Any] = {}
     if name is not None:
         function["name"] = name
-    if args is not None:
+    if args is not ABSENT:
         function["arguments"] = args
     fragment: dict[str, Any] = {"index": index, "function": function}
-    if call_id is not None:
+    if call_id is not ABSENT:
         fragment.update(id=call_id, type="function")
     return chunk({"tool_calls": [fragment]})
 
 
 DONE: tuple[None, str] = (None, "[DONE]")
+
+PARSED_ARGUMENTS: list[tuple[Any, str]] = [
+    ({"a": 1, "b": 2}, json.dumps({"a": 1, "b": 2})),
+    ({}, "{}"),
+    (None, "{}"),
+    (7, "7"),
+]
+"""Arguments sent as JSON values instead of strings, and the JSON text each decodes to."""
 
 
 def chat_stream(
@@ -177,16 +189,18 @@ def message_item(text: str, item_id: str = "msg_1") -> dict[str, Any]:
     }
 
 
-def function_item(call_id: str, name: str, arguments: str, item_id: str = "") -> dict[str, Any]:
-    """A function_call output item."""
-    return {
+def function_item(call_id: Any, name: str, arguments: Any, item_id: str = "") -> dict[str, Any]:
+    """A function_call output item (no ``call_id`` field when ``call_id`` is `ABSENT`)."""
+    item: dict[str, Any] = {
         "type": "function_call",
         "id": item_id or f"fc_{call_id}",
-        "call_id": call_id,
         "name": name,
         "arguments": arguments,
         "status": "completed",
     }
+    if call_id is not ABSENT:
+        item["call_id"] = call_id
+    return item
 
 
 def reasoning_item(summary: str, encrypted: str | None, item_id: str = "rs_1") -> dict[str, Any]:
@@ -265,3 +279,13 @@ def ok(result: object) -> ModelResponse:
     assert isinstance(result, Success), result
     response: ModelResponse = result.unwrap()
     return response
+
+
+async def decoded(model: Model, streamed: bool) -> tuple[list[ModelStreamItem], ModelResponse]:
+    """The stream's items (none when not streamed) and the response, to a request with ADD."""
+    if not streamed:
+        return [], ok(await model.request(ask(tools=(ADD,))))
+    items = await collect(model, ask(tools=(ADD,)))
+    last = items[-1]
+    assert isinstance(last, ModelResponse), last
+    return items, last

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from fake_provider import FakeProvider, sse
+from fake_provider import FakeProvider, Reply, sse
 from openai_wire import (
     ADD,
     DONE,
+    PARSED_ARGUMENTS,
     ask,
     body,
     call,
@@ -20,12 +22,13 @@ from openai_wire import (
     close_clients,
     collect,
     completion,
+    decoded,
     greet,
     ok,
 )
 from pydantic import BaseModel
 from returns.result import Failure
-from support import add
+from support import ASSIGNED, IDS, add, call_map, follow_up, streamed_calls
 
 from fncore import (
     BadRequest,
@@ -482,3 +485,57 @@ async def test_stream_without_usage_chunk(fake_provider: FakeProvider) -> None:
     assert isinstance(final, ModelResponse)
     assert final.usage == Usage(requests=1)
     assert len(items) == 2
+
+
+# --- tool-call ids and arguments as compatible servers send them -----------------------
+
+
+def calls_reply(streamed: bool, ids: tuple[Any, ...], args: tuple[Any, ...]) -> Reply:
+    """One add call per id and arguments, as a whole completion or a stream."""
+    if streamed:
+        fragments = [
+            call_chunk(n, call_id=i, name="add", args=a)
+            for n, (i, a) in enumerate(zip(ids, args, strict=True))
+        ]
+        return chat_stream(*fragments, finish="tool_calls")
+    calls = tuple(call(i, "add", a) for i, a in zip(ids, args, strict=True))
+    return completion(None, calls=calls, finish="tool_calls")
+
+
+async def test_calls_without_ids_get_fallback_ids_in_both_modes(
+    fake_provider: FakeProvider,
+) -> None:
+    """Missing, null and empty ids become call_<index> alike whole and streamed, deltas too."""
+    args = tuple(f'{{"a": {n}, "b": 1}}' for n in range(len(IDS)))
+    fake_provider.reply(calls_reply(False, IDS, args), calls_reply(True, IDS, args))
+    _, whole = await decoded(chat_model(fake_provider), False)
+    items, streamed = await decoded(chat_model(fake_provider), True)
+    assert [c.id for c in whole.tool_calls] == ASSIGNED
+    assert streamed == whole
+    assert streamed_calls(items) == call_map(whole)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_assigned_ids_are_sent_back(fake_provider: FakeProvider, streamed: bool) -> None:
+    """The next request carries the assigned ids on the calls and on their results."""
+    fake_provider.reply(calls_reply(streamed, IDS, ("{}",) * len(IDS)), completion("done"))
+    _, first = await decoded(chat_model(fake_provider), streamed)
+    await chat_model(fake_provider).request(follow_up(first, (ADD,)))
+    sent = body(fake_provider)["messages"]
+    assert [c["id"] for c in sent[1]["tool_calls"]] == ASSIGNED
+    assert [m["tool_call_id"] for m in sent[2:]] == ASSIGNED
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(("wire", "text"), PARSED_ARGUMENTS)
+async def test_parsed_arguments_become_json_text(
+    fake_provider: FakeProvider, streamed: bool, wire: Any, text: str
+) -> None:
+    """Arguments sent as JSON values, not strings, decode to JSON text and go back as such."""
+    fake_provider.reply(calls_reply(streamed, ("c1",), (wire,)), completion("done"))
+    items, first = await decoded(chat_model(fake_provider), streamed)
+    assert first.tool_calls == (ToolCallPart("c1", "add", text),)
+    if items:
+        assert streamed_calls(items) == call_map(first)
+    await chat_model(fake_provider).request(follow_up(first, (ADD,)))
+    assert body(fake_provider)["messages"][1]["tool_calls"][0]["function"]["arguments"] == text

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any, Literal, TypeAlias
 
 import pytest
-from fake_provider import FakeProvider, sse
+from fake_provider import FakeProvider, Reply, sse
 from openai_wire import (
     ADD,
+    PARSED_ARGUMENTS,
     ask,
     body,
     close_clients,
     collect,
     completed,
+    decoded,
     event,
     function_item,
     greet,
@@ -25,6 +28,7 @@ from openai_wire import (
     responses_usage,
 )
 from returns.result import Failure
+from support import ASSIGNED, IDS, call_map, follow_up, streamed_calls
 
 from fncore import (
     BadRequest,
@@ -491,3 +495,71 @@ async def test_stream_error_event(fake_provider: FakeProvider) -> None:
     assert isinstance(error, ModelError)
     assert isinstance(error, BadRequest)
     assert "bad prompt" in error.message
+
+
+# --- tool-call ids and arguments as compatible servers send them -----------------------
+
+Mode: TypeAlias = Literal["whole", "added", "delta"]
+"""How the calls arrive: a whole response; streamed with the arguments in the
+``output_item.added`` item; streamed with them in one ``function_call_arguments.delta``."""
+
+
+def calls_reply(mode: Mode, ids: tuple[Any, ...], args: tuple[Any, ...]) -> Reply:
+    """A message, then one add call per id and arguments, in the given mode."""
+    lead = message_item("Adding.")
+    items = [
+        function_item(i, "add", a, f"fc_{n}")
+        for n, (i, a) in enumerate(zip(ids, args, strict=True))
+    ]
+    if mode == "whole":
+        return response(lead, *items)
+    events = [event("response.output_item.added", output_index=0, item=lead)]
+    for n, item in enumerate(items, 1):
+        added = {**item, "status": "in_progress"}
+        if mode == "delta":
+            added["arguments"] = ""
+        events.append(event("response.output_item.added", output_index=n, item=added))
+        if mode == "delta":
+            delta = {"item_id": item["id"], "output_index": n, "delta": item["arguments"]}
+            events.append(event("response.function_call_arguments.delta", **delta))
+    return sse(*events, completed(lead, *items))
+
+
+async def test_calls_without_ids_get_fallback_ids_in_both_modes(
+    fake_provider: FakeProvider,
+) -> None:
+    """Missing, null and empty call_ids become call_<index> alike whole and streamed."""
+    args = tuple(f'{{"a": {n}, "b": 1}}' for n in range(len(IDS)))
+    fake_provider.reply(calls_reply("whole", IDS, args), calls_reply("delta", IDS, args))
+    _, whole = await decoded(responses_model(fake_provider), False)
+    items, streamed = await decoded(responses_model(fake_provider), True)
+    assert [c.id for c in whole.tool_calls] == ASSIGNED
+    assert streamed == whole
+    assert streamed_calls(items) == call_map(whole)
+
+
+@pytest.mark.parametrize("mode", ["whole", "delta"])
+async def test_assigned_ids_are_sent_back(fake_provider: FakeProvider, mode: Mode) -> None:
+    """The next request carries the assigned ids on the calls and on their outputs."""
+    fake_provider.reply(calls_reply(mode, IDS, ("{}",) * len(IDS)), response(message_item("ok")))
+    _, first = await decoded(responses_model(fake_provider), mode != "whole")
+    await responses_model(fake_provider).request(follow_up(first, (ADD,)))
+    sent = body(fake_provider)["input"]
+    assert [i["call_id"] for i in sent if i["type"] == "function_call"] == ASSIGNED
+    assert [i["call_id"] for i in sent if i["type"] == "function_call_output"] == ASSIGNED
+
+
+@pytest.mark.parametrize("mode", ["whole", "added", "delta"])
+@pytest.mark.parametrize(("wire", "text"), PARSED_ARGUMENTS)
+async def test_parsed_arguments_become_json_text(
+    fake_provider: FakeProvider, mode: Mode, wire: Any, text: str
+) -> None:
+    """Arguments sent as JSON values, not strings, decode to JSON text and go back as such."""
+    fake_provider.reply(calls_reply(mode, ("c1",), (wire,)), response(message_item("ok")))
+    items, first = await decoded(responses_model(fake_provider), mode != "whole")
+    assert first.tool_calls == (ToolCallPart("c1", "add", text),)
+    if items:
+        assert streamed_calls(items) == call_map(first)
+    await responses_model(fake_provider).request(follow_up(first, (ADD,)))
+    calls = [i for i in body(fake_provider)["input"] if i["type"] == "function_call"]
+    assert [c["arguments"] for c in calls] == [text]
