@@ -1,6 +1,6 @@
 """Decoding of a Messages API response into a fncore `ModelResponse`.
 
-The builders here (`text_part`, `reasoning_part`, `call_part`, `usable_call_id`, `usage_of`,
+The builders here (`text_part`, `reasoning_part`, `call_part`, `usage_of`,
 `finish_reason`) are shared with the stream decoder, so a streamed response equals the
 non-streamed one for the same content.
 """
@@ -28,7 +28,7 @@ from fncore.core import (
     TextPart,
     ToolCallPart,
     Usage,
-    fallback_call_id,
+    usable_call_id,
 )
 
 _FINISH: dict[str, FinishReason] = {
@@ -97,19 +97,6 @@ def reasoning_part(thinking: str, signature: str) -> ReasoningPart:
 def redacted_part(data: str) -> ReasoningPart:
     """The part for a ``redacted_thinking`` block: no text, the encrypted data kept."""
     return ReasoningPart("", redacted=data)
-
-
-def usable_call_id(raw: object, index: int) -> str:
-    """The id of the ``index``-th ``tool_use`` block of a response (0-based, in order).
-
-    A non-empty string is kept as it is (duplicates too: the agent loop renames them); a
-    missing, ``null`` or empty id, or one that is not a string, gets `fallback_call_id`.
-
-    Example:
-        >>> usable_call_id("toolu_01", 0), usable_call_id(None, 1), usable_call_id("", 2)
-        ('toolu_01', 'call_1', 'call_2')
-    """
-    return raw if isinstance(raw, str) and raw else fallback_call_id(index)
 
 
 def call_part(call_id: str, name: str, arguments: str) -> ToolCallPart:

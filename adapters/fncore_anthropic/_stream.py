@@ -45,6 +45,7 @@ from fncore.core import (
     ToolCallStarted,
     Usage,
     UsageReported,
+    usable_call_id,
 )
 from fncore_anthropic._decode import (
     call_part,
@@ -52,7 +53,6 @@ from fncore_anthropic._decode import (
     reasoning_part,
     redacted_part,
     text_part,
-    usable_call_id,
     usage_of,
 )
 from fncore_anthropic._errors import interrupted, map_exception

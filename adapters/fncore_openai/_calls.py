@@ -1,28 +1,12 @@
-"""Tool calls as servers send them: ids that may be missing, arguments that may be parsed.
+"""Tool-call arguments as servers send them: text, or JSON already parsed.
 
 Shared by the Chat Completions and Responses decoders, streaming or not, so a response
-decodes to the same `ToolCallPart` values in every mode.
+decodes to the same `ToolCallPart` values in every mode (ids: `fncore.core.usable_call_id`).
 """
 
 from __future__ import annotations
 
 import json
-
-from fncore.core import fallback_call_id
-
-
-def usable_call_id(raw: object, index: int) -> str:
-    """The id of the ``index``-th tool call of a response (0-based, in order).
-
-    A non-empty string is kept as it is, even when another call of the response has it
-    too (the agent loop renames duplicates). A missing, ``null`` or empty id, or one that
-    is not a string, is replaced by `fallback_call_id` of ``index``.
-
-    Example:
-        >>> usable_call_id("call_abc", 3), usable_call_id(None, 1), usable_call_id("", 0)
-        ('call_abc', 'call_1', 'call_0')
-    """
-    return raw if isinstance(raw, str) and raw else fallback_call_id(index)
 
 
 def arguments_text(raw: object) -> str:

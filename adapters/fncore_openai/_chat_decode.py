@@ -23,8 +23,9 @@ from fncore.core import (
     ToolCallStarted,
     Usage,
     UsageReported,
+    usable_call_id,
 )
-from fncore_openai._calls import arguments_text, usable_call_id
+from fncore_openai._calls import arguments_text
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",

@@ -22,8 +22,9 @@ from fncore.core import (
     ToolCallStarted,
     Usage,
     UsageReported,
+    usable_call_id,
 )
-from fncore_openai._calls import arguments_text, usable_call_id
+from fncore_openai._calls import arguments_text
 from fncore_openai._errors import error_for_code
 
 

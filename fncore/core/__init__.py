@@ -67,6 +67,7 @@ from fncore.core._messages import (
     ToolCallPart,
     ToolResultPart,
     fallback_call_id,
+    usable_call_id,
 )
 from fncore.core._model import (
     FinishReason,
@@ -248,5 +249,6 @@ __all__ = [
     "to_content",
     "tool",
     "tool_source",
+    "usable_call_id",
     "with_unique_call_ids",
 ]

@@ -170,3 +170,18 @@ def fallback_call_id(index: int) -> str:
         'call_0'
     """
     return f"call_{index}"
+
+
+def usable_call_id(raw: object, index: int) -> str:
+    """The id of the ``index``-th tool call of a response, as a server sent it (0-based).
+
+    A non-empty string is kept as it is, even when another call of the response has it
+    too (the agent loop renames duplicates). A missing, ``null`` or empty id, or one that
+    is not a string, is replaced by `fallback_call_id` of ``index``. Adapters call it for
+    every call they decode, streaming or not.
+
+    Example:
+        >>> usable_call_id("call_abc", 3), usable_call_id(None, 1), usable_call_id("", 0)
+        ('call_abc', 'call_1', 'call_0')
+    """
+    return raw if isinstance(raw, str) and raw else fallback_call_id(index)
