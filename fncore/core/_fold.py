@@ -141,6 +141,10 @@ def _layer(
             return _checked_failure(position, name, out)
 
     handle.__qualname__ = f"{position}:{name}"
+    # A code object of its own per layer: CPython specialises attribute access per code
+    # object, and one shared by every position would see a different value type at each
+    # (RunResult, ModelResponse, ToolResult) and stay unspecialised. ~25 ns per layer.
+    handle.__code__ = handle.__code__.replace()
     return handle
 
 

@@ -10,11 +10,13 @@ from typing import final
 from fncore.core._errors import InvalidHistory
 from fncore.core._messages import Message, ToolCallPart
 from fncore.core._pairing import open_calls
+from fncore.core._value import value
 
 _NO_STATE: Mapping[str, object] = MappingProxyType({})
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class Session:
     """A conversation as a `SessionStore` keeps it between runs.
@@ -59,6 +61,7 @@ def remember_pending(session: Session, pending: tuple[ToolCallPart, ...]) -> Non
 
 
 @final
+@value
 @dataclass(frozen=True, slots=True)
 class SessionUpdate:
     """One run's change to a session, which a store applies whole or not at all.

@@ -24,9 +24,11 @@ def value(cls: type[_T]) -> type[_T]:
     keyword: list[str] = []
     body: list[str] = []
     for f in params:
-        if not f.init:
-            continue
         namespace[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if not f.init:  # not a parameter: set to its default
+            namespace[f"_default_{f.name}"] = f.default
+            body.append(f"    _set_{f.name}(self, _default_{f.name})")
+            continue
         if f.default is not _MISSING:
             namespace[f"_default_{f.name}"] = f.default
             text = f"{f.name}=_default_{f.name}"

@@ -7,11 +7,12 @@ import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast, final, overload
+from typing import TYPE_CHECKING, Any, final, overload
 
 from returns.result import Failure, Success
 
 from fncore.core import (
+    AgentError,
     Emit,
     ErrorRaised,
     InvalidHistory,
@@ -332,7 +333,9 @@ class Agent:
             if record is not None and record.run is not None:
                 session, new_input, run = record.session, record.input, record.run
             if session is not None and type(result) is Success:
-                result = await self._commit(session, new_input, result.unwrap(), run)
+                failed = await self._commit(session, new_input, result.unwrap(), run)
+                if failed is not None:
+                    result = Failure(failed)
             if hooks.run_end or (hooks.error and type(result) is Failure):
                 await self._after(run, result)
             return result
@@ -353,10 +356,8 @@ class Agent:
             )
         if loaded is None:
             return Session(session_id)
-        if (
-            type(cast(object, loaded)) is not Session
-            or type(cast(object, loaded.messages)) is not tuple
-        ):
+        found: object = loaded
+        if type(found) is not Session or type(found.messages) is not tuple:
             return SessionError(
                 message=(
                     f"session store {_store_name(store)} returned {short_repr(loaded)} from "
@@ -369,13 +370,16 @@ class Agent:
 
     async def _commit(
         self, session: Session, new_input: tuple[Message, ...], done: RunResult, run: RunInfo
-    ) -> RunOutcome:
+    ) -> AgentError | None:
         """Commit the turn: the commit point of a run with a session.
 
         Before it, a failure or a cancellation leaves the session as it was. The commit
         itself runs to its end even if the run is cancelled meanwhile; a cancellation then
         propagates only if nothing was committed, so a ``CancelledError`` always means
         "not committed".
+
+        Returns:
+            ``None`` once committed; otherwise the error (nothing was saved).
         """
         if session.version:  # the store has the history: append to it
             keep, append = len(session.messages), new_input + done.messages
@@ -386,57 +390,22 @@ class Agent:
             pending if type(pending) is InvalidHistory else open_calls(append, pending, offset=keep)  # type: ignore[arg-type]
         )
         if type(found) is InvalidHistory:
-            return Failure(_not_saved(found))
+            return _not_saved(found)
         if found and done.stop_reason != "awaiting_tools":
-            return Failure(_not_saved(unanswered(found)))  # type: ignore[arg-type]
-        update = SessionUpdate(
-            session.id, session.version, keep, append, run.session_state.snapshot()
-        )
+            return _not_saved(unanswered(found))  # type: ignore[arg-type]
+        state = run.session_state.snapshot()
+        update = SessionUpdate(session.id, session.version, keep, append, state)
         store = self._sessions
-        ended, cancels = await finish(store.commit(update))
-        if type(ended) is Failure:
-            exc = ended.failure()
-            outcome: RunOutcome = Failure(
-                SessionError(
-                    message=(
-                        f"the session store could not commit session {session.id!r}: "
-                        f"{type(exc).__name__}: {exc}; the session is unchanged"
-                    ),
-                    session_id=session.id,
-                )
-            )
-        else:
-            saved = ended.unwrap()
-            if saved is None:
-                outcome = Failure(
-                    SessionConflict(
-                        message=(
-                            f"session {session.id!r} changed since this run loaded it at version "
-                            f"{session.version}; nothing was saved: run the turn again"
-                        ),
-                        session_id=session.id,
-                        version=session.version,
-                    )
-                )
-            elif type(cast(object, saved)) is not Session:
-                outcome = Failure(
-                    SessionError(
-                        message=(
-                            f"session store {_store_name(store)} returned {short_repr(saved)} "
-                            "from commit(); it must return the new Session, or None on a "
-                            "conflict"
-                        ),
-                        session_id=session.id,
-                    )
-                )
-            else:
-                if len(saved.messages) == keep + len(append):
-                    remember_pending(saved, found)  # type: ignore[arg-type]
-                _absorb(cancels)
-                return Success(done)
+        saved, raised, cancels = await finish(store.commit(update))
+        error = _commit_error(store, session, saved, raised)
+        if error is None:
+            if len(saved.messages) == keep + len(append):  # type: ignore[union-attr]
+                remember_pending(saved, found)  # type: ignore[arg-type]
+            _absorb(cancels)
+            return None
         if cancels:
             raise asyncio.CancelledError
-        return outcome
+        return error
 
     async def _after(self, run: RunInfo, result: RunOutcome) -> None:
         """Run the ``error`` and ``run_end`` hooks: after the commit, nothing undoes it.
@@ -460,6 +429,38 @@ def _absorb(cancels: int) -> None:
     if task is not None:
         for _ in range(cancels):
             task.uncancel()
+
+
+def _commit_error(
+    store: SessionStore, session: Session, saved: object, raised: Exception | None
+) -> SessionError | None:
+    """Why a commit did not apply (``None`` if it did): it raised, conflicted or misbehaved."""
+    if raised is not None:
+        return SessionError(
+            message=(
+                f"the session store could not commit session {session.id!r}: "
+                f"{type(raised).__name__}: {raised}; the session is unchanged"
+            ),
+            session_id=session.id,
+        )
+    if saved is None:
+        return SessionConflict(
+            message=(
+                f"session {session.id!r} changed since this run loaded it at version "
+                f"{session.version}; nothing was saved: run the turn again"
+            ),
+            session_id=session.id,
+            version=session.version,
+        )
+    if type(saved) is not Session:
+        return SessionError(
+            message=(
+                f"session store {_store_name(store)} returned {short_repr(saved)} from "
+                "commit(); it must return the new Session, or None on a conflict"
+            ),
+            session_id=session.id,
+        )
+    return None
 
 
 def _not_saved(error: InvalidHistory) -> InvalidHistory:

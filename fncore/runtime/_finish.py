@@ -13,8 +13,6 @@ import asyncio
 from collections.abc import Coroutine, Generator
 from typing import Any, TypeVar
 
-from returns.result import Failure, Result, Success
-
 _T = TypeVar("_T")
 
 
@@ -49,19 +47,19 @@ async def _resume(coro: Coroutine[Any, Any, _T], waiting: object) -> _T:
     return result
 
 
-async def finish(coro: Coroutine[Any, Any, _T]) -> tuple[Result[_T, Exception], int]:
-    """Await ``coro`` to its end; return how it ended and how many cancellations arrived.
+async def finish(coro: Coroutine[Any, Any, _T]) -> tuple[_T | None, Exception | None, int]:
+    """Await ``coro`` to its end: its result, the exception it raised, the cancellations.
 
     A cancellation of the awaiting task while ``coro`` runs does not reach ``coro``: it is
-    counted, and the caller decides what to do once ``coro`` is done. An exception raised
-    by ``coro`` comes back as ``Failure(exception)``.
+    counted, and the caller decides what to do once ``coro`` is done. Exactly one of the
+    result and the exception is meaningful: the exception, when it is not ``None``.
     """
     try:
         waiting = coro.send(None)
     except StopIteration as done:
-        return Success(done.value), 0
+        return done.value, None, 0
     except Exception as exc:
-        return Failure(exc), 0
+        return None, exc, 0
     task = asyncio.ensure_future(_resume(coro, waiting))
     cancels = 0
     while not task.done():
@@ -71,7 +69,7 @@ async def finish(coro: Coroutine[Any, Any, _T]) -> tuple[Result[_T, Exception], 
             cancels += 1
     error = task.exception()
     if error is None:
-        return Success(task.result()), cancels
+        return task.result(), None, cancels
     if isinstance(error, Exception):
-        return Failure(error), cancels
+        return None, error, cancels
     raise error
