@@ -1,29 +1,32 @@
-"""The dependency-injection container: configuration, the model, the registry, stores.
+"""The dependency-injection container: the composition root of an application.
 
-Which model runs is configuration (``model.kind``), not code. Configuration comes from a
-dict, a TOML or YAML file, and ``FNCORE_*`` environment variables (``FNCORE_MODEL__KIND=test``
-sets ``model.kind``), later sources winning.
+It holds the settings, the model chosen by configuration (``model.kind``), the registry
+(the default one plus allowed plugins), the loop settings and the session store, and builds
+agents from them: ``container.agent(tools=[...])``. It owns what it builds: ``await
+container.shutdown()`` (or ``async with container:``) closes the models it made.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import logging
 import os
-import tomllib
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Annotated, Any, TypeVar, cast, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 
-import yaml
 from dependency_injector import containers, providers
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import SecretStr
 
-from fncore.core import Model, RegistrationError, Registry
+from fncore.core import Model, ModelSettings, RegistrationError, Registry, Tool, ToolChoice
 from fncore.core._loop import LoopSettings
 from fncore.core._registry import default_registry
+from fncore.core._tools import ToolFunction
 from fncore.runtime import Agent, InMemorySessionStore, SessionStore
+from fncore.settings import ConfigError, ModelConfig, load_settings
 from fncore.testing import TestModel
+
+logger = logging.getLogger("fncore")
 
 _C = TypeVar("_C", bound="Container")
 
@@ -32,24 +35,6 @@ PLUGIN_GROUP = "fncore.plugins"
 
 PluginFactory = Callable[[Mapping[str, Any]], Registry | None]
 """A plugin: gets the whole configuration, returns its registry (``None`` opts out)."""
-
-
-class ConfigError(Exception):
-    """The configuration is invalid; the message says which key and what to change."""
-
-
-class _ModelConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: str = "test"
-    name: str = "test"
-    base_url: str | None = None
-    api_key: str | None = Field(default=None, repr=False)
-    timeout: Annotated[float, Field(gt=0)] = 60.0
-    max_retries: Annotated[int, Field(ge=0)] = 2
-    max_tokens: Annotated[int | None, Field(ge=1)] = None
-    sdk_tracing: bool = False
-    options: dict[str, Any] = {}
-
 
 MODEL_KINDS: dict[str, str] = {
     "openai": "fncore_openai:chat_model_from_config",
@@ -62,15 +47,51 @@ Adapters are imported only when their kind is selected, so an unused provider's 
 not be installed.
 """
 
-
-def _provider_models(section: Any) -> dict[str, providers.Provider[Model]]:
-    return {kind: providers.Singleton(_provider_model, kind, section) for kind in MODEL_KINDS}
-
-
 _EXTRAS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+_TEST_OPTIONS = {"chunk": int, "keep_requests": int}
 
 
-def _provider_model(kind: str, section: Mapping[str, Any]) -> Model:
+class Owned:
+    """What a container built and must close: models holding connections."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: list[object] = []
+
+    def add(self, item: object) -> None:
+        """Close ``item`` (if it has ``aclose``) when the container shuts down."""
+        if getattr(item, "aclose", None) is not None:
+            self._items.append(item)
+
+    async def close(self) -> None:
+        """Close everything added, last first."""
+        items, self._items = self._items, []
+        for item in reversed(items):
+            await item.aclose()  # type: ignore[attr-defined]
+
+
+def _test_model(section: Mapping[str, Any]) -> Model:
+    options = dict(section.get("options") or {})
+    for key, value in options.items():
+        kind = _TEST_OPTIONS.get(key)
+        if kind is None:
+            msg = (
+                f"config key 'model.options.{key}': model kind 'test' has no option {key!r} "
+                f"(options: {', '.join(_TEST_OPTIONS)})"
+            )
+            raise ConfigError(msg)
+        if type(value) is not kind or value < 1:
+            msg = f"config key 'model.options.{key}': must be a positive whole number"
+            raise ConfigError(msg)
+    return TestModel(
+        str(section.get("name", "test")),
+        chunk=options.get("chunk", 8),
+        keep_requests=options.get("keep_requests", 16),
+    )
+
+
+def _provider_model(kind: str, section: Mapping[str, Any], owned: Owned) -> Model:
     """Build the ``kind`` model from the ``model`` configuration section.
 
     Raises:
@@ -87,136 +108,158 @@ def _provider_model(kind: str, section: Mapping[str, Any]) -> Model:
         )
         raise ConfigError(msg) from None
     factory: Callable[[Mapping[str, Any]], Model] = getattr(module, attribute)
+    key = section.get("api_key")
+    if isinstance(key, SecretStr):  # unwrapped only for the adapter that builds the client
+        section = {**section, "api_key": key.get_secret_value()}
     try:
-        return factory(section)
+        model = factory(section)
     except (ValueError, TypeError) as exc:
         raise ConfigError(str(exc)) from None
+    owned.add(model)
+    return model
 
 
-_LOOP = LoopSettings()
+def _provider_models(section: Any, owned: Any) -> dict[str, providers.Provider[Model]]:
+    return {
+        kind: providers.Singleton(_provider_model, kind, section, owned) for kind in MODEL_KINDS
+    }
 
 
-class _LoopConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    max_iterations: Annotated[int, Field(ge=1)] = _LOOP.max_iterations
-    max_consecutive_errors_per_request: Annotated[int, Field(ge=1)] = (
-        _LOOP.max_consecutive_errors_per_request
-    )
-    terminate_on_unknown_calls: bool = _LOOP.terminate_on_unknown_calls
-    include_detailed_errors: bool = _LOOP.include_detailed_errors
-    enabled: bool = _LOOP.enabled
-    tool_timeout: Annotated[float | None, Field(gt=0, allow_inf_nan=False)] = _LOOP.tool_timeout
-    max_concurrent_tools: Annotated[int, Field(ge=1)] = _LOOP.max_concurrent_tools
-    max_tool_threads: Annotated[int, Field(ge=1)] = _LOOP.max_tool_threads
-    hook_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = _LOOP.hook_timeout
+def _plugin_names() -> list[str]:
+    """The names of the installed plugins; nothing is imported to learn them."""
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP)})
 
 
-class _AgentConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    instructions: str = ""
-
-
-class _PluginConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    allow: list[str] = []
-    optional: list[str] = []
-
-
-class _Config(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    model: _ModelConfig = _ModelConfig()
-    models: dict[str, dict[str, Any]] = {}
-    loop: _LoopConfig = _LoopConfig()
-    agent: _AgentConfig = _AgentConfig()
-    plugins: _PluginConfig = _PluginConfig()
-
-
-DEFAULTS: dict[str, Any] = _Config().model_dump()
-"""The embedded configuration: the offline test model, the seeds' loop defaults."""
-
-
-def validate_config(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Check ``raw`` and fill in defaults.
+def _plugin(name: str, optional: bool, config: Mapping[str, Any]) -> Registry | None:
+    """Load and call the plugin ``name``: its registry, or ``None`` (skipped or opted out).
 
     Raises:
-        ConfigError: naming the first wrong key and what is expected there.
+        RegistrationError: if a required plugin is missing, fails to import, raises, or
+            returns something that is not a `Registry` or ``None``.
     """
-    try:
-        return _Config.model_validate(dict(raw)).model_dump()
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(x) for x in first["loc"])
-        msg = f"config key {where!r}: {first['msg']}"
-        raise ConfigError(msg) from None
+    found = importlib.metadata.entry_points(group=PLUGIN_GROUP, name=name)
+    problem: str | None = None
+    contributed: object = None
+    if not found:
+        installed = ", ".join(_plugin_names()) or "none"
+        problem = f"is allowed in configuration but not installed (installed: {installed})"
+    else:
+        entry = next(iter(found))
+        try:
+            factory = entry.load()
+            contributed = factory(config)
+        except Exception as exc:
+            problem = f"failed to load: {type(exc).__name__}: {exc}"
+        else:
+            if contributed is not None and not isinstance(contributed, Registry):
+                what = (
+                    f"the class {contributed.__name__}"
+                    if isinstance(contributed, type)
+                    else type(contributed).__name__
+                )
+                problem = (
+                    f"returned {what}, not a Registry or None; its factory must return "
+                    "the registry its middleware are in"
+                )
+    if problem is None:
+        return cast(Registry | None, contributed)
+    if optional:
+        logger.warning("optional plugin %r skipped: it %s", name, problem)
+        return None
+    hint = "; fix it, or list it under plugins.optional to skip it when it fails"
+    msg = f"plugin {name!r} {problem}{hint}"
+    raise RegistrationError(msg)
 
 
-def _loop_settings(loop: Mapping[str, Any]) -> LoopSettings:
-    return LoopSettings(**loop)
+def _registry(base: Registry, config: Mapping[str, Any]) -> Registry:
+    """``base`` plus the registries of the plugins ``plugins.allow`` names, in that order.
 
-
-def _plugin_entry_points() -> Mapping[str, PluginFactory]:
-    return {ep.name: ep.load() for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP)}
-
-
-def _registry(
-    base: Registry,
-    config: Mapping[str, Any],
-    factories: Mapping[str, PluginFactory] | None,
-) -> Registry:
+    Only allowed plugins are looked up and imported: a plugin that is installed but not
+    allowed never runs any code.
+    """
     plugins = config.get("plugins") or {}
     allow: list[str] = list(plugins.get("allow") or [])
     if not allow:
         return base
     optional = set(plugins.get("optional") or [])
-    available = dict(factories) if factories is not None else _plugin_entry_points()
     combined = Registry()
     combined.include(base)
     for name in allow:
-        factory = available.get(name)
-        if factory is None:
-            if name in optional:
-                continue
-            msg = (
-                f"plugin {name!r} is allowed in configuration but not installed "
-                f"(installed: {', '.join(sorted(available)) or 'none'})"
-            )
-            raise RegistrationError(msg)
+        contributed = _plugin(name, name in optional, config)
+        if contributed is None:
+            continue
         try:
-            contributed = factory(config)
-        except Exception as exc:
-            if name in optional:
-                continue
-            msg = (
-                f"plugin {name!r} failed to load: {type(exc).__name__}: {exc}; fix it, or list "
-                "it under plugins.optional to skip it when it fails"
-            )
-            raise RegistrationError(msg) from exc
-        if contributed is not None:
             combined.include(contributed)
+        except RegistrationError as exc:
+            msg = f"plugin {name!r}: {exc}"
+            raise RegistrationError(msg) from None
     return combined
 
 
-# The stubs of dependency-injector do not declare the metaclass, so mypy sees it as Any.
-_DeclarativeMeta: Any = type(containers.DeclarativeContainer)
+def _loop_settings(section: Mapping[str, Any]) -> LoopSettings:
+    return LoopSettings(**section)
 
 
-class _ContainerMeta(_DeclarativeMeta):  # type: ignore[misc]
-    """Gives every container class, subclasses included, an ``agent`` bound to itself.
+class AgentOptions(TypedDict, total=False):
+    """The `Agent` arguments that ``container.agent(...)`` takes besides the container's."""
 
-    An ``agent`` provider declared with ``providers.Self()`` would, once inherited, still
-    point at the class it was declared on; this rebinds it for each subclass that does not
-    declare its own.
-    """
+    registry: Registry
+    tools: Iterable[Tool | ToolFunction]
+    additional_tools: Iterable[Tool | ToolFunction]
+    instructions: str
+    settings: LoopSettings
+    tool_choice: ToolChoice
+    model_settings: ModelSettings
+    sessions: SessionStore
+    model: Model
 
-    def __new__(mcs, class_name: str, bases: tuple[type, ...], attributes: dict[str, Any]) -> type:
-        cls: Any = super().__new__(mcs, class_name, bases, attributes)
-        if "agent" not in attributes:
-            cls.agent = providers.Factory(Agent, container=cls.__self__)
-        return cast(type, cls)
+
+class _Composition:
+    """What a container does beyond providing: build agents and close what it built."""
+
+    def agent(self, **options: Unpack[AgentOptions]) -> Agent:
+        """An agent on this container's model, registry, settings, instructions and store.
+
+        Any `Agent` argument given here wins over the container's; ``Provide[...]``
+        parameters of middleware are resolved from this container.
+        """
+        c: Any = self
+        kwargs: dict[str, Any] = {
+            "registry": c.registry(),
+            "instructions": c.config.agent.instructions() or "",
+            "settings": c.loop_settings(),
+            "sessions": c.sessions(),
+        }
+        kwargs.update(options)
+        model = kwargs.pop("model", None)
+        return Agent(c.model() if model is None else model, container=c, **kwargs)
+
+    async def shutdown(self) -> None:
+        """Close what the container built (the models' connections) and forget it.
+
+        The next use builds afresh. Agents built from the container must not run meanwhile.
+        """
+        c: Any = self
+        await c.owned().close()
+        c.reset_singletons()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
 
 
-class Container(containers.DeclarativeContainer, metaclass=_ContainerMeta):
-    """fncore's container. Subclass it to add your own providers for middleware to use.
+class ContainerInstance(_Composition, containers.DynamicContainer):
+    """The type of ``Container()`` at run time: providers, plus `agent` and `shutdown`."""
+
+
+DEFAULT_SETTINGS = load_settings(environ={})
+"""The embedded defaults: the offline test model, the seeds' loop defaults."""
+
+
+class Container(containers.DeclarativeContainer, _Composition):
+    """fncore's container. Subclass it to add providers for your middleware to use.
 
     Example:
         >>> c = Container()
@@ -227,119 +270,34 @@ class Container(containers.DeclarativeContainer, metaclass=_ContainerMeta):
         'demo'
     """
 
-    config = providers.Configuration(default=DEFAULTS)
-    """The configuration (see `load_container` for its sources)."""
+    instance_type = ContainerInstance
+
+    config = providers.Configuration(default=DEFAULT_SETTINGS.model_dump())
+    """The configuration as `load_container` read it (see `Settings`), as a mapping:
+    middleware read it with ``Provide["config.section.key"]``."""
+
+    owned: providers.Provider[Owned] = providers.Singleton(Owned)
+    """What the container built and closes in `shutdown`."""
 
     model: providers.Selector[Model] = providers.Selector(
         config.model.kind,
-        test=providers.Singleton(TestModel, name=config.model.name),
-        **_provider_models(config.model),
+        test=providers.Singleton(_test_model, config.model),
+        **_provider_models(config.model, owned),
     )
     """The model, selected by ``model.kind``."""
 
-    plugin_factories: providers.Provider[Mapping[str, PluginFactory] | None] = providers.Object(
-        None
-    )
-    """Plugin factories by name; ``None`` discovers them from installed entry points."""
-
     registry: providers.Provider[Registry] = providers.Singleton(
-        _registry,
-        base=providers.Object(default_registry),
-        config=config,
-        factories=plugin_factories,
+        _registry, base=providers.Object(default_registry), config=config
     )
     """The registry: the default one plus allowed plugins."""
 
     loop_settings: providers.Provider[LoopSettings] = providers.Singleton(
         _loop_settings, config.loop
     )
-    """Loop settings from the ``loop`` configuration."""
+    """The loop's settings: the ``loop`` section."""
 
     sessions: providers.Provider[SessionStore] = providers.Singleton(InMemorySessionStore)
     """The session store."""
-
-    agent: providers.Factory[Agent]
-    """An agent on this container's model, registry, settings and store; call
-    ``container.agent(tools=[...], instructions=...)`` with any `Agent` argument."""
-
-
-def _parse_env_value(text: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-
-
-def _from_environ(environ: Mapping[str, str], prefix: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in environ.items():
-        if not key.startswith(prefix):
-            continue
-        path = key[len(prefix) :].lower().split("__")
-        node = out
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-        node[path[-1]] = _parse_env_value(value)
-    return out
-
-
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) configuration file.
-
-    Raises:
-        ConfigError: if the file is missing, unreadable or not a mapping.
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        msg = f"cannot read config file {str(p)!r}: {exc.strerror or exc}"
-        raise ConfigError(msg) from None
-    try:
-        if p.suffix == ".toml":
-            data: Any = tomllib.loads(text)
-        elif p.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
-        else:
-            msg = f"config file {str(p)!r} must end in .toml, .yaml or .yml"
-            raise ConfigError(msg)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        msg = f"config file {str(p)!r} is not valid {p.suffix[1:].upper()}: {exc}".splitlines()[0]
-        raise ConfigError(msg) from None
-    if not isinstance(data, dict):
-        msg = f"config file {str(p)!r} must hold a mapping at the top level"
-        raise ConfigError(msg)
-    return data
-
-
-def _with_preset(raw: dict[str, Any]) -> dict[str, Any]:
-    presets = raw.get("models")
-    if presets is None:
-        return raw
-    if not isinstance(presets, Mapping):
-        msg = "config key 'models': must be a table of presets by model kind"
-        raise ConfigError(msg)
-    model = raw.get("model") or {}
-    if not isinstance(model, Mapping):
-        return raw  # validate_config reports the wrong type
-    kind = model.get("kind", DEFAULTS["model"]["kind"])
-    preset = presets.get(kind) if isinstance(kind, str) else None
-    if preset is None:
-        return raw
-    if not isinstance(preset, Mapping):
-        msg = f"config key 'models.{kind}': must be a table of model keys"
-        raise ConfigError(msg)
-    return {**raw, "model": {**preset, **model}}
 
 
 @overload
@@ -370,32 +328,40 @@ def load_container(
 ) -> Container:
     """Make a container from the embedded defaults, a file, the environment and overrides.
 
-    Later sources win: defaults < file < environment < ``overrides``. A ``models`` table
-    holds per-kind presets (``[models.anthropic] name = "..."``): the preset of the selected
-    ``model.kind`` fills in every ``model`` key that no source set, so one file serves every
-    provider and switching is one key, ``--provider`` or ``FNCORE_MODEL__KIND``.
+    Later sources win: defaults < file < environment < ``overrides`` (see `load_settings`).
+    A ``models`` table holds per-kind presets (``[models.anthropic] name = "..."``): the
+    preset of the selected ``model.kind`` fills every ``model`` key that no source set, so
+    one file serves every provider and switching is one key, ``--provider`` or
+    ``FNCORE_MODEL__KIND``.
 
     Raises:
-        ConfigError: for an unreadable file, a wrong key or value, or an unknown model kind.
+        ConfigError: one line naming the key and its source, for an unreadable file, a wrong
+            key or value, or an unknown model kind.
 
     Example:
         >>> c = load_container(overrides={"loop": {"max_iterations": 5}}, environ={})
         >>> c.loop_settings().max_iterations
         5
     """
-    raw: dict[str, Any] = {}
-    if path is not None:
-        raw = _merge(raw, read_config_file(path))
-    raw = _merge(raw, _from_environ(os.environ if environ is None else environ, env_prefix))
-    if overrides:
-        raw = _merge(raw, overrides)
-    raw = _with_preset(raw)
-    config = validate_config(_merge(DEFAULTS, raw))
+    settings = load_settings(path, overrides=overrides, environ=environ, env_prefix=env_prefix)
     target = container if container is not None else Container()
     kinds = sorted(target.model.providers)
-    kind = config["model"]["kind"]
+    kind = settings.model.kind
     if kind not in kinds:
         msg = f"config key 'model.kind': unknown kind {kind!r}; use one of: {', '.join(kinds)}"
         raise ConfigError(msg)
-    target.config.from_dict(config)
+    target.config.from_dict(settings.model_dump())
     return target
+
+
+__all__ = [
+    "PLUGIN_GROUP",
+    "AgentOptions",
+    "ConfigError",
+    "Container",
+    "ContainerInstance",
+    "ModelConfig",
+    "Owned",
+    "PluginFactory",
+    "load_container",
+]

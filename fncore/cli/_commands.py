@@ -53,7 +53,7 @@ def overrides(
 
 def example_agent(
     config: str | None, settings: Mapping[str, Any], trace: Trace = to_stderr
-) -> Agent:
+) -> tuple[Container, Agent]:
     """Load the container (defaults < file < ``FNCORE_*`` < flags) and build the example.
 
     Raises:
@@ -61,7 +61,7 @@ def example_agent(
         RegistrationError: if the stack cannot be built.
     """
     container: Container = load_container(config, overrides=settings)
-    return build_example_agent(container, trace)
+    return container, build_example_agent(container, trace)
 
 
 def _unwrap(outcome: Result[RunResult, AgentError]) -> RunResult:
@@ -120,14 +120,12 @@ def run_command(
         RegistrationError: if the stack cannot be built.
         RunFailed: if the run returns ``Failure``.
     """
-    agent = example_agent(config, settings)
+    container, agent = example_agent(config, settings)
     action = stream_prompt if stream else run_prompt
 
     async def run_then_close() -> None:
-        try:
+        async with container:  # closes the model's connections at the end
             await action(agent, prompt, sys.stdout)
-        finally:
-            await agent.aclose()
 
     asyncio.run(run_then_close())
 
@@ -139,4 +137,4 @@ def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:
         ConfigError: for bad configuration.
         RegistrationError: if the stack cannot be built.
     """
-    print(example_agent(config, settings).describe())
+    print(example_agent(config, settings)[1].describe())

@@ -47,15 +47,19 @@ def word_count(text: str) -> int:
 def build_example_agent(container: Container, trace: Trace) -> Agent:
     """Build the example agent: three tools, tracing middleware, one prompt transformer.
 
+    It is built the way any application builds its agents, by the container: on its
+    model, settings and instructions, with the container's registry (the default one and
+    the plugins the configuration allows) inside the example's own middleware.
+
     Args:
-        container: Supplies the model, loop settings and base instructions.
+        container: Supplies the model, registry, loop settings and base instructions.
         trace: Where the middleware write their trace lines.
 
     Returns:
-        A new agent whose middleware live in a registry of its own.
+        A new agent.
 
     Raises:
-        RegistrationError: if the container cannot supply what the stack needs.
+        RegistrationError: if the stack cannot be built (a plugin that fails to load, say).
     """
     registry = Registry()
     register_trace(registry, trace)
@@ -67,4 +71,5 @@ def build_example_agent(container: Container, trace: Trace) -> Agent:
 
     for function in (add, multiply, word_count):  # quick pure functions: no thread hop
         registry.tool(inline=True)(function)
-    return Agent(registry=registry, container=container)
+    registry.include(container.registry())
+    return container.agent(registry=registry)

@@ -12,11 +12,13 @@ model or an event loop::
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeAlias, final
+from typing import Annotated, TypeAlias, final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from returns.result import Result, Success
 
 from fncore.core._checks import timeout_problem
@@ -35,15 +37,36 @@ from fncore.core._result import RunResult, StopReason
 from fncore.core._tools import Tool
 from fncore.core._usage import NO_USAGE, Usage
 
+_AtLeastOne = Annotated[int, Field(ge=1)]
+
+
+def _seconds(value: object, info: ValidationInfo) -> object:
+    """A timeout: a positive, finite number of seconds (``None``: no limit, where allowed)."""
+    if value is None and info.field_name == "tool_timeout":
+        return None
+    if isinstance(value, str):  # from the environment: numbers arrive as text
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    problem = timeout_problem(value, str(info.field_name))
+    if problem is not None:
+        allowed = " (or None, for no limit)" if info.field_name == "tool_timeout" else ""
+        raise ValueError(problem + allowed)
+    return value
+
 
 @final
-@dataclass(frozen=True, slots=True)
+@pydantic_dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
 class LoopSettings:
-    """How the agent loop behaves. The defaults are those of the seeds."""
+    """How the agent loop behaves. The defaults are those of the seeds, and bounded tools.
 
-    max_iterations: int = 40
+    Every field is checked when the settings are made (a `pydantic.ValidationError`, which
+    is a ``ValueError``, names the field); the ``loop`` section of the configuration is this
+    class, so the limits are declared once.
+    """
+
+    max_iterations: _AtLeastOne = 40
     """Most model rounds in one run."""
-    max_consecutive_errors_per_request: int = 3
+    max_consecutive_errors_per_request: _AtLeastOne = 3
     """Most rounds in a row with a failing tool call before the run stops."""
     terminate_on_unknown_calls: bool = False
     """Stop the run (instead of telling the model) when it calls an unknown tool."""
@@ -53,39 +76,16 @@ class LoopSettings:
     """Run the model's tool calls automatically. ``False`` (Microsoft Agent Framework's
     ``enabled``): a response with tool calls ends the run unexecuted, with
     ``stop_reason="awaiting_tools"``; a later run given their results continues."""
-    tool_timeout: float | None = 300.0
+    tool_timeout: Annotated[float | None, BeforeValidator(_seconds)] = 300.0
     """Seconds a tool may run before its call fails (``None``: no limit); a tool's own
     timeout wins."""
-    max_concurrent_tools: int = 8
+    max_concurrent_tools: _AtLeastOne = 8
     """Most tool calls of one round running at once."""
-    max_tool_threads: int = 16
+    max_tool_threads: _AtLeastOne = 16
     """Most sync tools of one agent running in worker threads at once; a thread abandoned
     past its timeout gives its place back."""
-    hook_timeout: float = 5.0
+    hook_timeout: Annotated[float, BeforeValidator(_seconds)] = 5.0
     """Default seconds a hook may take before it is skipped with a warning."""
-
-    def __post_init__(self) -> None:
-        problem = timeout_problem(self.hook_timeout, "hook_timeout")
-        if problem is None and self.tool_timeout is not None:
-            problem = timeout_problem(self.tool_timeout, "tool_timeout")
-        if problem is not None:
-            msg = f"{problem} (tool_timeout may also be None, for no limit)"
-            raise ValueError(msg)
-        if self.max_iterations < 1:
-            msg = f"max_iterations must be at least 1, got {self.max_iterations}"
-            raise ValueError(msg)
-        if self.max_consecutive_errors_per_request < 1:
-            msg = (
-                "max_consecutive_errors_per_request must be at least 1, "
-                f"got {self.max_consecutive_errors_per_request}"
-            )
-            raise ValueError(msg)
-        if self.max_concurrent_tools < 1:
-            msg = f"max_concurrent_tools must be at least 1, got {self.max_concurrent_tools}"
-            raise ValueError(msg)
-        if self.max_tool_threads < 1:
-            msg = f"max_tool_threads must be at least 1, got {self.max_tool_threads}"
-            raise ValueError(msg)
 
 
 @final

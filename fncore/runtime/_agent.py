@@ -7,7 +7,7 @@ import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, final, overload
+from typing import TYPE_CHECKING, Any, final
 
 from returns.result import Failure, Success
 
@@ -77,25 +77,24 @@ def _store_name(store: object) -> str:
 class Agent:
     """An LLM agent whose every step passes through the registered middleware.
 
-    The stack is built once, here: ordering hints are resolved, dependencies injected
-    from the container, each position folded into one handler. ``run`` and ``stream``
-    then only call those handlers.
+    The stack is built once, here: ordering hints are resolved, dependencies injected,
+    each position folded into one handler. ``run`` and ``stream`` then only call those
+    handlers. The agent takes what it uses as arguments; a container builds agents from
+    configuration with ``container.agent(...)``.
 
     Args:
-        model: The model to call; by default the container's (configuration ``model.kind``).
-            Without a container, a model is required.
-        registry: Where the middleware, hooks and tools come from; by default the
-            container's registry, which is the module-level default registry.
-        container: The dependency-injection container that middleware parameters are
-            injected from, and the source of every default above. ``container.agent()``
-            builds an agent from it.
+        model: The model to call.
+        registry: Where the middleware, hooks and tools come from (default: the module-level
+            default registry that `on`, `hook` and `tool` write to).
         tools: Tools offered to the model, besides the registry's.
         additional_tools: Tools the agent can run but does not offer to the model.
         instructions: The base system prompt, before ``system_prompt`` transformers.
-        settings: Loop settings; by default from the container's ``loop`` configuration.
+        settings: The loop's limits and timeouts (default: ``LoopSettings()``).
         tool_choice: Default tool choice of each run.
         model_settings: Default sampling settings of each run.
-        sessions: Where sessions live; by default the container's store.
+        sessions: Where sessions live (default: a new `InMemorySessionStore`).
+        container: Where ``Provide[...]`` parameters of middleware, hooks and tool sources
+            are resolved from, once, here; nothing else is taken from it.
 
     Raises:
         RegistrationError: if the registry holds a mistake; the message says what to fix.
@@ -117,81 +116,37 @@ class Agent:
         "_default_settings",
         "_description",
         "_engine",
+        "_owned",
         "_sessions",
-        "container",
     )
 
-    @overload
     def __init__(
         self,
         model: Model,
         *,
         registry: Registry | None = None,
+        tools: Iterable[Tool | ToolFunction] = (),
+        additional_tools: Iterable[Tool | ToolFunction] = (),
+        instructions: str = "",
+        settings: LoopSettings | None = None,
+        tool_choice: ToolChoice = "auto",
+        model_settings: ModelSettings | None = None,
+        sessions: SessionStore | None = None,
         container: containers.Container | None = None,
-        tools: Iterable[Tool | ToolFunction] = (),
-        additional_tools: Iterable[Tool | ToolFunction] = (),
-        instructions: str | None = None,
-        settings: LoopSettings | None = None,
-        tool_choice: ToolChoice = "auto",
-        model_settings: ModelSettings | None = None,
-        sessions: SessionStore | None = None,
-    ) -> None: ...
-    @overload
-    def __init__(
-        self,
-        model: None = None,
-        *,
-        registry: Registry | None = None,
-        container: containers.Container,
-        tools: Iterable[Tool | ToolFunction] = (),
-        additional_tools: Iterable[Tool | ToolFunction] = (),
-        instructions: str | None = None,
-        settings: LoopSettings | None = None,
-        tool_choice: ToolChoice = "auto",
-        model_settings: ModelSettings | None = None,
-        sessions: SessionStore | None = None,
-    ) -> None: ...
-    def __init__(
-        self,
-        model: Model | None = None,
-        *,
-        registry: Registry | None = None,
-        container: containers.Container | None = None,
-        tools: Iterable[Tool | ToolFunction] = (),
-        additional_tools: Iterable[Tool | ToolFunction] = (),
-        instructions: str | None = None,
-        settings: LoopSettings | None = None,
-        tool_choice: ToolChoice = "auto",
-        model_settings: ModelSettings | None = None,
-        sessions: SessionStore | None = None,
     ) -> None:
-        c: Any = container
-        has = getattr(c, "providers", {}) if container is not None else {}
-        self.container = container
-        if model is None:
-            model = c.model() if "model" in has else None
-            if model is None:
-                msg = (
-                    "Agent needs a model: pass Agent(model), or build the agent from a "
-                    "container, e.g. load_container().agent(), to use the configured one"
-                )
-                raise TypeError(msg)
-        if registry is None:
-            registry = c.registry() if "registry" in has else default_registry
-        if settings is None:
-            settings = c.loop_settings() if "loop_settings" in has else LoopSettings()
-        if instructions is None:
-            instructions = c.config.agent.instructions() if "config" in has else ""
+        self._owned: list[object] = []
+        """What the agent made itself, and so closes in `aclose`."""
         if sessions is None:
-            sessions = c.sessions() if "sessions" in has else InMemorySessionStore()
+            sessions = InMemorySessionStore()
+            self._owned.append(sessions)
         self._engine, self._description = build_engine(
-            registry,
+            default_registry if registry is None else registry,
             model=model,
             container=container,
             tools=tools,
             additional_tools=additional_tools,
-            instructions=instructions or "",
-            settings=settings,
+            instructions=instructions,
+            settings=LoopSettings() if settings is None else settings,
         )
         self._default_choice: ToolChoice = tool_choice
         self._default_settings = model_settings or ModelSettings()
@@ -218,15 +173,18 @@ class Agent:
         return self._sessions
 
     async def aclose(self) -> None:
-        """Release the model's connections, if it holds any (it has an ``aclose``).
+        """Release what the agent created itself (its default session store, say).
 
-        Provider models keep an HTTP connection pool open for the agent's lifetime; call
-        this (or ``await model.aclose()``) when the agent is done, e.g. before the event
-        loop closes. Offline models hold nothing and need no closing.
+        What it was given stays open: the model belongs to whoever made it (a container
+        closes the models it built in ``await container.shutdown()``; a model you built,
+        you close with ``await model.aclose()``), so closing one agent never breaks
+        another that shares the model.
         """
-        close = getattr(self._engine.model, "aclose", None)
-        if close is not None:
-            await close()
+        owned, self._owned = self._owned, []
+        for resource in reversed(owned):
+            close = getattr(resource, "aclose", None)
+            if close is not None:
+                await close()
 
     def describe(self) -> StackDescription:
         """The built stack: each position's middleware, outermost first; ``str()`` it."""

@@ -107,6 +107,10 @@ class TestModel:
     are off, it answers with text built from the tool results. Deterministic, streaming
     included; the embedded default provider.
 
+    It records the requests it receives in `requests`, for tests to look at: all of them,
+    or only the last ``keep_requests`` (the container's default model keeps 16, so a
+    long-running default agent does not grow).
+
     Example:
         >>> import asyncio
         >>> from fncore import ModelRequest, Message
@@ -117,13 +121,16 @@ class TestModel:
 
     __test__ = False  # not a pytest class
 
-    __slots__ = ("_name", "chunk", "requests")
+    __slots__ = ("_keep", "_name", "chunk", "requests")
 
-    def __init__(self, name: str = "test", *, chunk: int = 8) -> None:
+    def __init__(
+        self, name: str = "test", *, chunk: int = 8, keep_requests: int | None = None
+    ) -> None:
         self._name = name
         self.chunk = chunk
+        self._keep = keep_requests
         self.requests: list[ModelRequest] = []
-        """Every request received, in order."""
+        """The requests received, in order (the last ``keep_requests`` of them, if set)."""
 
     @property
     def name(self) -> str:
@@ -163,14 +170,20 @@ class TestModel:
         message = Message.assistant(text)
         return ModelResponse(message, usage_for(request, message), "stop", self._name)
 
+    def _record(self, request: ModelRequest) -> None:
+        requests = self.requests
+        requests.append(request)
+        if self._keep is not None and len(requests) > self._keep:
+            del requests[: len(requests) - self._keep]
+
     async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
         """Answer ``request``."""
-        self.requests.append(request)
+        self._record(request)
         return Success(self.respond(request))
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         """Answer ``request`` as a stream of deltas, then the response."""
-        self.requests.append(request)
+        self._record(request)
         return stream_of(self.respond(request), self.chunk)
 
 

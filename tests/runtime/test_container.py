@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +193,7 @@ def test_yaml_file(tmp_path: Path) -> None:
 
 
 def test_environment_variables() -> None:
-    """FNCORE_ variables with __ as the separator set nested keys, values parsed as YAML."""
+    """FNCORE_ variables with __ as the separator set nested keys, coerced by their type."""
     c = load_container(
         environ={
             "FNCORE_LOOP__MAX_ITERATIONS": "9",
@@ -330,12 +329,12 @@ def test_unsupported_file_suffix_is_a_config_error(tmp_path: Path) -> None:
         load_container(path, environ={})
 
 
-async def test_agent_without_a_model_uses_the_configured_test_model() -> None:
-    """Agent(container=...) with no model uses the container's TestModel and loop config."""
+async def test_container_agent_uses_the_configured_test_model() -> None:
+    """container.agent() builds on the container's TestModel and loop configuration."""
     c = load_container(
         overrides={"model": {"name": "configured"}, "loop": {"max_iterations": 4}}, environ={}
     )
-    agent = Agent(registry=Registry(), container=c)
+    agent = c.agent(registry=Registry())
     assert isinstance(agent.model, TestModel)
     assert agent.model.name == "configured"
     assert agent.settings.max_iterations == 4
@@ -363,118 +362,15 @@ async def test_agent_factory_of_a_subclass_injects_from_the_subclass() -> None:
     registry, _ = _registry_using_foo(seen)
     container = AppContainer()
     agent = container.agent(registry=registry)
-    assert agent.container is container
     assert isinstance((await agent.run("hi")), Success)
     assert seen
     assert all(isinstance(x, Foo) for x in seen)
 
 
-def test_agent_without_model_or_container_is_a_type_error() -> None:
-    """Agent() with neither a model nor a container says how to get one."""
+def test_agent_takes_a_model() -> None:
+    """Agent() without a model is a TypeError (and a mypy error): it inspects no container."""
     with pytest.raises(TypeError, match="model"):
-        Agent(registry=Registry())
-
-
-# -- plugins -------------------------------------------------------------------------------
-
-
-def _plugin(label: str, marks: list[str]) -> Any:
-    def factory(config: Mapping[str, Any]) -> Registry:
-        registry = Registry()
-
-        @registry.on("run", name=label)
-        async def mark(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
-            marks.append(label)
-            return await call_next(ctx)
-
-        return registry
-
-    return factory
-
-
-def _plugin_container(factories: Mapping[str, Any], plugins: Mapping[str, Any]) -> Container:
-    c = load_container(overrides={"plugins": dict(plugins)}, environ={})
-    c.plugin_factories.override(providers.Object(dict(factories)))
-    c.registry.add_kwargs(base=providers.Object(Registry()))  # not the default registry
-    return c
-
-
-async def test_only_allowed_plugins_load() -> None:
-    """An allowed plugin's middleware runs; a plugin not allowed is never loaded."""
-    marks: list[str] = []
-    loaded: list[str] = []
-
-    def not_allowed(config: Mapping[str, Any]) -> Registry:
-        loaded.append("not_allowed")
-        return _plugin("other", marks)(config)  # type: ignore[no-any-return]
-
-    c = _plugin_container(
-        {"audit": _plugin("audit", marks), "other": not_allowed}, {"allow": ["audit"]}
-    )
-    agent = Agent(TestModel(), container=c)
-    assert "audit" in agent.describe().positions["run"]
-    await agent.run("hi")
-    assert marks == ["audit"]
-    assert loaded == []
-
-
-def test_plugin_factory_receives_the_configuration() -> None:
-    """A plugin factory is called with the whole validated configuration."""
-    got: list[Mapping[str, Any]] = []
-
-    def factory(config: Mapping[str, Any]) -> None:
-        got.append(config)
-
-    c = _plugin_container({"p": factory}, {"allow": ["p"]})
-    Agent(TestModel(), container=c)
-    assert got[0]["plugins"]["allow"] == ["p"]
-    assert got[0]["loop"]["max_iterations"] == 40
-
-
-def test_raising_plugin_is_a_build_error() -> None:
-    """A plugin factory that raises fails the build, naming the plugin."""
-
-    def broken(config: Mapping[str, Any]) -> Registry:
-        msg = "missing API key"
-        raise RuntimeError(msg)
-
-    c = _plugin_container({"broken": broken}, {"allow": ["broken"]})
-    with pytest.raises(RegistrationError, match=r"'broken' failed to load.*missing API key"):
-        Agent(TestModel(), container=c)
-
-
-async def test_raising_optional_plugin_is_skipped() -> None:
-    """A raising plugin listed under plugins.optional is skipped; the others still load."""
-    marks: list[str] = []
-
-    def broken(config: Mapping[str, Any]) -> Registry:
-        msg = "missing API key"
-        raise RuntimeError(msg)
-
-    c = _plugin_container(
-        {"broken": broken, "audit": _plugin("audit", marks)},
-        {"allow": ["broken", "audit"], "optional": ["broken"]},
-    )
-    agent = Agent(TestModel(), container=c)
-    await agent.run("hi")
-    assert marks == ["audit"]
-
-
-async def test_plugin_returning_none_opts_out() -> None:
-    """A factory returning None contributes nothing and is not an error."""
-    c = _plugin_container({"quiet": lambda config: None}, {"allow": ["quiet"]})
-    agent = Agent(TestModel(), container=c)
-    assert agent.describe().positions["run"] == ()
-    assert (await agent.run("hi")).unwrap().output == "hi"
-
-
-def test_allowed_but_missing_plugin_is_a_build_error_unless_optional() -> None:
-    """An allowed plugin that is not installed fails the build, unless marked optional."""
-    c = _plugin_container({}, {"allow": ["ghost"]})
-    with pytest.raises(RegistrationError, match=r"'ghost' is allowed.*not installed"):
-        Agent(TestModel(), container=c)
-    ok = _plugin_container({}, {"allow": ["ghost"], "optional": ["ghost"]})
-    Agent(TestModel(), container=ok)
+        Agent(registry=Registry())  # type: ignore[call-arg]
 
 
 async def test_provide_accepts_a_provider_object_as_well_as_a_name() -> None:

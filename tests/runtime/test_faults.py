@@ -458,7 +458,7 @@ async def test_stuck_sync_tools_never_starve_later_ones() -> None:
         release.set()
 
 
-@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "5", True])
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "soon", True])
 def test_every_timeout_is_validated_at_construction(bad: Any) -> None:
     """NaN, negative, zero, infinite or non-number timeouts are refused with a clear message."""
     words = r"must be a positive, finite number of seconds"

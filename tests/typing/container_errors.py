@@ -21,6 +21,7 @@ from fncore import (
     SystemPromptContext,
     list_provider,
 )
+from fncore.testing import TestModel
 
 
 class Greeter:
@@ -63,9 +64,11 @@ list_provider(add)  # E: arg-type
 list_provider()  # E: call-arg
 
 
-# Gap 3: the typed call, `Agent(container=...)`, checks every argument.
+# Gap 3, closed: `container.agent(...)` checks every argument, as `Agent(...)` does.
 def build(container: AppContainer) -> None:
-    Agent(container=container, tols=[add])  # E: call-overload
-    Agent(container=container, instructions=3)  # E: call-overload
-    Agent(container=container, tools=container.greeters())  # E: arg-type
-    Agent(container=container, registry=container.greeter())  # E: call-overload
+    container.agent(tols=[add])  # E: call-arg
+    container.agent(instructions=3)  # E: arg-type
+    container.agent(tools=container.greeters())  # E: arg-type
+    container.agent(registry=container.greeter())  # E: arg-type
+    Agent(TestModel(), tols=[add])  # E: call-arg
+    Agent(container=container)  # E: call-arg

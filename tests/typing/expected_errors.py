@@ -69,7 +69,7 @@ def source_with_parameter(path: str) -> list[ToolResult]:
 
 
 registry.tool_source(source_with_parameter)  # E: type-var
-Agent()  # E: call-overload
+Agent()  # E: call-arg
 registry.on("tool_call")(tool_mw)
 registry.hook("tool_end")(tool_end_hook)
 _: RunStart | None = None

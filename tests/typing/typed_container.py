@@ -107,16 +107,12 @@ assert_type(AppContainer().tools()[0](2, 3), int)
 assert_type(list_provider(providers.Factory(Formal))(), list[Formal])
 
 
-# Gap 3: `Factory.__call__` takes any arguments. `Agent(container=...)` is the typed call.
+# Gap 3, closed: `container.agent(...)` is a method typed with Agent's keyword arguments.
 
 
 def build(container: AppContainer) -> None:
     """Build agents from a container."""
-    agent = Agent(container=container, tools=container.tools(), instructions="Be brief.")
+    agent = container.agent(tools=container.tools(), instructions="Be brief.")
     assert_type(agent, Agent)
     assert_type(Agent(TestModel(), container=container, registry=registry), Agent)
-    assert_type(container.agent(), Agent)  # the result was always typed
-    # Known gap: the arguments of `container.agent(...)` are not checked until
-    # fncore/container.py declares `agent` with Agent's signature (typings/README.md).
-    # When that lands this line becomes an error: move it to container_errors.py.
-    container.agent(tols=[add])
+    assert_type(container.agent(), Agent)

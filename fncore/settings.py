@@ -1,0 +1,362 @@
+"""Typed settings on pydantic-settings: embedded defaults < a file < ``FNCORE_*`` < overrides.
+
+One model, `Settings`, declares every key, its type and its default. `load_settings` reads
+a TOML or YAML file, the environment (``FNCORE_`` prefix, ``__`` between nested keys:
+``FNCORE_LOOP__MAX_ITERATIONS=5``) and code overrides, later sources winning key by key.
+Environment values are text, coerced by the key's type and never parsed as YAML, so
+``FNCORE_AGENT__INSTRUCTIONS="English #1 priority"`` arrives exactly as written. API keys
+are `pydantic.SecretStr`, shown as ``**********``. Any mistake is one `ConfigError` line
+naming the key and where it came from: the file, the variable, or the overrides.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, final
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
+from pydantic_settings.sources.utils import parse_env_vars
+
+from fncore.core._loop import LoopSettings
+
+ENV_PREFIX = "FNCORE_"
+"""The prefix of the environment variables that configure fncore."""
+
+NOT_SETTINGS = frozenset({"HOME", "VENV"})
+"""``FNCORE_HOME`` (fncore's data directory) and ``FNCORE_VENV`` (the test script's virtual
+environment) are read elsewhere: they are not settings, and not reported as unknown."""
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message (one line) names the key and its source."""
+
+
+class ModelConfig(BaseModel):
+    """The ``[model]`` section: which model the container builds, and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = "test"
+    """The provider: ``test`` (offline), ``openai``, ``openai-responses`` or ``anthropic``."""
+    name: str = "test"
+    """The model to call, as the provider names it."""
+    base_url: str | None = None
+    """The provider's base URL (an OpenAI-compatible server, a proxy); ``None``: its own."""
+    api_key: SecretStr | None = None
+    """The API key; ``None``: the provider's own variable (``OPENAI_API_KEY``, ...)."""
+    timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 60.0
+    """Seconds per request."""
+    max_retries: Annotated[int, Field(ge=0)] = 2
+    """The SDK's own retries of failed requests."""
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
+    """Cap on output tokens; ``None``: the provider's default."""
+    sdk_tracing: bool = False
+    """Let the provider SDK emit its own OpenTelemetry spans."""
+    options: dict[str, Any] = {}
+    """Options of the kind's model class (see each provider's page)."""
+
+
+MODEL_KEYS = frozenset(ModelConfig.model_fields)
+
+
+class AgentConfig(BaseModel):
+    """The ``[agent]`` section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instructions: str = ""
+    """The base system prompt, before ``system_prompt`` transformers."""
+
+
+class PluginsConfig(BaseModel):
+    """The ``[plugins]`` section: which installed plugins may load."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] = []
+    """Entry points of group ``fncore.plugins`` to load, by name; nothing else is imported."""
+    optional: list[str] = []
+    """Allowed plugins that are skipped, with a warning, when they are missing or fail."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Load:
+    """What one `load_settings` call reads (the sources see it through a context variable)."""
+
+    path: Path | None
+    environ: Mapping[str, str]
+    env_prefix: str
+
+
+_LOAD: contextvars.ContextVar[_Load] = contextvars.ContextVar("fncore_settings_load")
+
+
+def _current() -> _Load:
+    """What the load in progress reads (a plain ``Settings()`` reads the process's)."""
+    return _LOAD.get(None) or _Load(None, os.environ, ENV_PREFIX)
+
+
+class _Environ(EnvSettingsSource):
+    """The environment source, reading the mapping `load_settings` was given."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(
+            _current().environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
+
+
+class Settings(BaseSettings):
+    """Everything fncore reads from configuration, typed, with the embedded defaults.
+
+    Example:
+        >>> s = load_settings(overrides={"loop": {"max_iterations": 5}}, environ={})
+        >>> s.loop.max_iterations, s.model.kind
+        (5, 'test')
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+    )
+
+    model: ModelConfig = ModelConfig()
+    """Which model to build."""
+    models: dict[str, dict[str, Any]] = {}
+    """Presets by model kind: ``[models.anthropic] name = "..."``. The preset of the selected
+    kind fills every ``[model]`` key no source set, so one file serves every provider."""
+    loop: LoopSettings = LoopSettings()
+    """The agent loop's limits and timeouts."""
+    agent: AgentConfig = AgentConfig()
+    """The agent's instructions."""
+    plugins: PluginsConfig = PluginsConfig()
+    """Which plugins load."""
+    app: dict[str, Any] = {}
+    """Your own settings, free-form: middleware read them with ``Provide["config.app.x"]``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        presets = data.get("models")
+        if not isinstance(presets, Mapping):
+            return data
+        for kind, preset in presets.items():
+            if not isinstance(preset, Mapping):
+                continue
+            unknown = sorted(set(preset) - MODEL_KEYS)
+            if unknown:
+                keys = ", ".join(sorted(MODEL_KEYS))
+                msg = f"unknown key {unknown[0]!r} in the preset (keys: {keys})"
+                raise PresetError(str(kind), unknown[0], msg)
+        model = data.get("model") or {}
+        if not isinstance(model, Mapping):
+            return data
+        kind = model.get("kind", ModelConfig.model_fields["kind"].default)
+        preset = presets.get(kind) if isinstance(kind, str) else None
+        if isinstance(preset, Mapping):
+            data = {**data, "model": {**preset, **model}}
+        return data
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Overrides, then the environment, then the file (first wins): fncore's order."""
+        load = _current()
+        sources: list[PydanticBaseSettingsSource] = [
+            init_settings,
+            _Environ(settings_cls, env_prefix=load.env_prefix),
+        ]
+        if load.path is not None:
+            sources.append(_file_source(settings_cls, load.path))
+        return tuple(sources)
+
+
+class PresetError(ValueError):
+    """A preset names a key the ``[model]`` section does not have."""
+
+    def __init__(self, kind: str, key: str, message: str) -> None:
+        super().__init__(message)
+        self.loc = ("models", kind, key)
+
+
+def _file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
+    where = str(path)
+    if path.suffix not in (".toml", ".yaml", ".yml"):
+        msg = f"config file {where!r} must end in .toml, .yaml or .yml"
+        raise ConfigError(msg)
+    if not path.is_file():
+        problem = "it is a directory" if path.is_dir() else "no such file"
+        msg = f"cannot read config file {where!r}: {problem}"
+        raise ConfigError(msg)
+    try:
+        if path.suffix == ".toml":
+            source: PydanticBaseSettingsSource = TomlConfigSettingsSource(settings_cls, path)
+        else:
+            source = YamlConfigSettingsSource(settings_cls, path, yaml_file_encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"config file {where!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        raise ConfigError(msg) from None
+    except OSError as exc:
+        msg = f"cannot read config file {where!r}: {exc.strerror or exc}"
+        raise ConfigError(msg) from None
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        detail = _first_line(str(exc))
+        msg = f"config file {where!r} is not valid {path.suffix[1:].upper()}: {detail}"
+        raise ConfigError(msg) from None
+    except (TypeError, ValueError):  # YAML that parsed to a list or a scalar
+        msg = f"config file {where!r} must hold a mapping of keys at the top level"
+        raise ConfigError(msg) from None
+    return source
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
+def _has(data: Any, path: Sequence[object]) -> bool:
+    for key in path:
+        if not isinstance(data, Mapping) or key not in data:
+            return False
+        data = data[key]
+    return True
+
+
+def _source_of(
+    path: Sequence[object],
+    overrides: Mapping[str, Any],
+    environ: Mapping[str, str],
+    env_prefix: str,
+    file_data: Mapping[str, Any] | None,
+    file: Path | None,
+) -> str:
+    """Where the value at ``path`` came from: the source that set it and won."""
+    keys = [str(k) for k in path]
+    for size in range(len(keys), 0, -1):
+        if _has(overrides, keys[:size]):
+            return "overrides"
+    lowered = {name.upper(): name for name in environ}
+    for size in range(len(keys), 0, -1):
+        variable = env_prefix + "__".join(keys[:size]).upper()
+        if variable.upper() in lowered:
+            return lowered[variable.upper()]
+    if file is not None and file_data is not None:
+        for size in range(len(keys), 0, -1):
+            if _has(file_data, keys[:size]):
+                return str(file)
+    return "the defaults"
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    env_prefix: str = ENV_PREFIX,
+) -> Settings:
+    """Read the settings: embedded defaults < ``path`` < environment < ``overrides``.
+
+    Args:
+        path: A ``.toml``, ``.yaml`` or ``.yml`` file, or ``None``.
+        overrides: Values set in code, as nested dicts; they win over everything.
+        environ: The environment to read (default: ``os.environ``).
+        env_prefix: The variables' prefix.
+
+    Raises:
+        ConfigError: one line naming the key and where it came from (the file, the
+            variable or the overrides), for a file that cannot be read or parsed, an
+            unknown key, a wrong type or value, or an unknown model kind.
+
+    Example:
+        >>> load_settings(environ={"FNCORE_AGENT__INSTRUCTIONS": "English #1 priority"}).agent
+        AgentConfig(instructions='English #1 priority')
+    """
+    file = None if path is None else Path(path)
+    env = dict(os.environ if environ is None else environ)
+    given = dict(overrides or {})
+    _check_variables(env, env_prefix)
+    token = _LOAD.set(_Load(file, env, env_prefix))
+    file_data: Mapping[str, Any] | None = None
+    try:
+        if file is not None:
+            source = _file_source(Settings, file)
+            file_data = getattr(source, "toml_data", None) or getattr(source, "yaml_data", None)
+        return Settings(**given)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        loc = tuple(error["loc"])
+        ctx = error.get("ctx") or {}
+        cause = ctx.get("error")
+        if isinstance(cause, PresetError):
+            loc = cause.loc
+            message = str(cause)
+        else:
+            message = error["msg"].removeprefix("Value error, ")
+        where = _source_of(loc, given, env, env_prefix, file_data, file)
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        key = ".".join(str(part) for part in loc) or "(top level)"
+        msg = f"config key {key!r} from {where}: {_first_line(message)}{more}"
+        raise ConfigError(msg) from None
+    except SettingsError as exc:
+        raise ConfigError(_settings_error(str(exc), env, env_prefix)) from None
+    finally:
+        _LOAD.reset(token)
+
+
+def _check_variables(environ: Mapping[str, str], env_prefix: str) -> None:
+    """Refuse a ``FNCORE_*`` variable that names no setting (a misspelt section, say)."""
+    sections = {name.upper() for name in Settings.model_fields}
+    prefix = env_prefix.upper()
+    for variable in environ:
+        upper = variable.upper()
+        if not upper.startswith(prefix):
+            continue
+        head = upper[len(prefix) :].split("__", 1)[0]
+        if head not in sections and head not in NOT_SETTINGS:
+            known = ", ".join(sorted(f"{prefix}{s}" for s in sections))
+            msg = f"environment variable {variable}: no setting {head.lower()!r} (known: {known})"
+            raise ConfigError(msg)
+
+
+def _settings_error(text: str, environ: Mapping[str, str], env_prefix: str) -> str:
+    """A one-line message for pydantic-settings' own errors (a variable it cannot parse)."""
+    field = text.split('"')[1] if text.count('"') >= 2 else ""
+    variable = env_prefix + field.upper()
+    if field and any(name.upper() == variable for name in environ):
+        nested = sorted(n for n in environ if n.upper().startswith(variable + "__"))
+        also = f" (and {nested[0]} sets one of its keys: set one or the other)" if nested else ""
+        return (
+            f"environment variable {variable}: {field!r} is a section, so its value must be "
+            f"a JSON object{also}"
+        )
+    return _first_line(text)
