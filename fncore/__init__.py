@@ -4,6 +4,7 @@ Middleware are plain async functions registered with decorators; a pure core fol
 into handlers that return ``Result`` values; provider adapters plug in at the edges.
 """
 
+from fncore._public import publish
 from fncore.container import ConfigError, Container, load_container
 from fncore.core import (
     AgentError,
@@ -201,3 +202,5 @@ __all__ = [
     "tool",
     "tool_source",
 ]
+
+publish(__name__, globals(), __all__)

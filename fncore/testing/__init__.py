@@ -1,5 +1,6 @@
 """Offline models: real `Model` implementations for tests and demos, streaming included."""
 
+from fncore._public import publish
 from fncore.testing._common import deltas
 from fncore.testing._function_model import (
     FunctionModel,
@@ -19,3 +20,5 @@ __all__ = [
     "deltas",
     "tool_calls",
 ]
+
+publish(__name__, globals(), __all__)

@@ -32,6 +32,7 @@ def deltas(response: ModelResponse, chunk: int = 8) -> Iterator[StreamDelta]:
     """The stream deltas that assemble into ``response``, text cut every ``chunk`` chars.
 
     Example:
+        >>> from fncore import Message, ModelResponse
         >>> [type(d).__name__ for d in deltas(ModelResponse(Message.assistant("hi there")), 4)]
         ['TextDelta', 'TextDelta', 'UsageReported']
     """

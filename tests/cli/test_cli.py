@@ -23,7 +23,7 @@ from fncore import (
     load_container,
 )
 from fncore.cli import main
-from fncore.cli._commands import stream_prompt
+from fncore.cli._commands import example_agent, stream_prompt
 from fncore.cli._example import INSTRUCTION, build_example_agent
 from fncore.testing import TestModel
 
@@ -196,6 +196,56 @@ def test_invalid_config_file(
     path.write_text(text, encoding="utf-8")
     assert main(["run", "--config", str(path), PROMPT]) == 1
     assert "is not valid" in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ('[agent]\ninstructions = "caf\xe9"\n'.encode("latin-1"), "not UTF-8"),
+        (b"[loop]\nmax_iterations = 'many'\n", "'loop.max_iterations' from "),
+        (b"[plugins]\nallow = ['missing']\n", "plugin 'missing' is allowed"),
+    ],
+)
+def test_each_malformed_config_file_is_one_line_naming_it(
+    content: bytes, words: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Not UTF-8, a wrong type, a missing plugin: exit 1, one line, the file or key named."""
+    path = tmp_path / "fncore.toml"
+    path.write_bytes(content)
+    assert main(["run", "--config", str(path), PROMPT]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert words in line
+
+
+@pytest.mark.parametrize(
+    ("environ", "words"),
+    [
+        ({"FNCORE_LOOP__MAX_ITERATIONS": "many"}, "FNCORE_LOOP__MAX_ITERATIONS"),
+        ({"FNCORE_MODEL": "x", "FNCORE_MODEL__KIND": "test"}, "FNCORE_MODEL"),
+        ({"FNCORE_LOPO__MAX_ITERATIONS": "3"}, "FNCORE_LOPO__MAX_ITERATIONS"),
+    ],
+)
+def test_each_malformed_variable_is_one_line_naming_it(
+    environ: dict[str, str],
+    words: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bad, conflicting or unknown FNCORE_* variable: exit 1, one line naming it."""
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", PROMPT]) == 1
+    assert words in _one_error_line(capsys.readouterr().err)
+
+
+async def test_environment_text_arrives_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FNCORE_AGENT__INSTRUCTIONS with a '#' or ': ' reaches the model exactly as written."""
+    monkeypatch.setenv("FNCORE_AGENT__INSTRUCTIONS", "English #1 priority: be brief")
+    _, agent = example_agent(None, {}, trace=lambda line: None)
+    await agent.run(PROMPT)
+    model = agent.model
+    assert isinstance(model, TestModel)
+    assert model.requests[0].instructions == f"English #1 priority: be brief\n{INSTRUCTION}"
 
 
 def test_wrong_config_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
