@@ -19,7 +19,7 @@ from anthropic.types import (
     ToolUseBlock,
 )
 
-from fncore.core import (
+from fncore.adapter import (
     FinishReason,
     Message,
     ModelResponse,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from fncore.core import Model
+from fncore.adapter import Model
 from fncore_openai._chat_model import OpenAIChatModel
 from fncore_openai._chat_request import MaxTokensParam, SystemRole
 from fncore_openai._responses_model import OpenAIResponsesModel

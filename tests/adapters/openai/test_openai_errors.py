@@ -197,7 +197,7 @@ async def test_chat_malformed_sse_payload(fake_provider: FakeProvider) -> None:
     items = [i async for i in chat_model(fake_provider).stream(REQUEST)]
     assert items[0] == TextDelta("a")
     assert isinstance(items[-1], StreamInterrupted)
-    assert "undecodable" in items[-1].message
+    assert "could not be decoded" in items[-1].message
 
 
 async def test_responses_malformed_sse_payload(fake_provider: FakeProvider) -> None:
