@@ -28,6 +28,8 @@ class Reply:
     events: list[tuple[str | None, Any]] | None = None
     """An SSE stream: ``(event name or None, data)``; dict data is sent as JSON."""
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    """The ``content-type`` of a non-streamed body."""
     cut_after: int | None = None
     """For a stream: drop the connection after this many events, mid-stream."""
 
@@ -97,7 +99,7 @@ class FakeProvider:
                     reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 )
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", reply.content_type)
                 self.send_header("content-length", str(len(data)))
                 for k, v in reply.headers.items():
                     self.send_header(k, v)

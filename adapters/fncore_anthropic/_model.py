@@ -85,7 +85,11 @@ class AnthropicModel(ProviderModel[AsyncAnthropic, RawMessageStreamEvent]):
         return arguments
 
     async def _answer(self, arguments: dict[str, Any]) -> ModelResponse | ModelError:
-        return decode_message(await self._client.messages.create(**arguments))
+        raw = await self._client.messages.with_raw_response.create(**arguments)
+        try:
+            return decode_message(await raw.parse())
+        except Exception as exc:  # not JSON, or not a Messages API message
+            return self._endpoint.unexpected(raw.status_code, raw.http_response.content, exc)
 
     async def _open_stream(self, arguments: dict[str, Any]) -> AsyncStream[RawMessageStreamEvent]:
         events: AsyncStream[RawMessageStreamEvent] = await self._client.messages.create(

@@ -72,17 +72,25 @@ def reasoning_of(obj: BaseModel | None) -> str:
     return ""
 
 
-def decode_completion(completion: ChatCompletion, fallback_name: str) -> ModelResponse:
-    """The `ModelResponse` for a whole completion.
+def decode_completion(completion: object, fallback_name: str) -> ModelResponse:
+    """The `ModelResponse` for a whole completion, as the SDK parsed the body.
 
     Raises:
-        ValueError: if the completion holds no choice.
+        ValueError: if ``completion`` is not a chat completion whose first choice holds a
+            message (an HTML page, ``{}``, an error object sent with status 200).
     """
-    if not completion.choices:
+    if not isinstance(completion, ChatCompletion):  # the SDK gives a non-JSON body as text
+        msg = f"a chat completion is a JSON object, not {type(completion).__name__}"
+        raise ValueError(msg)
+    choices = getattr(completion, "choices", None)  # the SDK does not check its fields
+    if not isinstance(choices, list) or not choices:
         msg = "the completion holds no choices"
         raise ValueError(msg)
-    choice = completion.choices[0]
-    message = choice.message
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        msg = "the completion's first choice holds no message"
+        raise ValueError(msg)
     parts: list[Part] = []
     reasoning = reasoning_of(message)
     if reasoning:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, final
 
 from openai import AsyncOpenAI, AsyncStream
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletionChunk
 
 from fncore.adapter import ApiKey, ModelError, ModelRequest, ModelResponse
 from fncore_openai._base import OpenAIModelBase
@@ -85,8 +85,11 @@ class OpenAIChatModel(OpenAIModelBase[ChatCompletionChunk]):
         )
 
     async def _answer(self, arguments: dict[str, Any]) -> ModelResponse | ModelError:
-        completion: ChatCompletion = await self._client.chat.completions.create(**arguments)
-        return decode_completion(completion, self._model)
+        raw = await self._client.chat.completions.with_raw_response.create(**arguments)
+        try:
+            return decode_completion(raw.parse(), self._model)
+        except Exception as exc:  # not JSON, or not a chat completion
+            return self._endpoint.unexpected(raw.status_code, raw.content, exc)
 
     async def _open_stream(self, arguments: dict[str, Any]) -> AsyncStream[ChatCompletionChunk]:
         arguments["stream_options"] = {"include_usage": True, **arguments.get("stream_options", {})}

@@ -98,12 +98,24 @@ def failure(response: Response, endpoint: Endpoint) -> ModelError:
 
 
 def decode_response(
-    response: Response, fallback_name: str, endpoint: Endpoint
+    response: object, fallback_name: str, endpoint: Endpoint
 ) -> ModelResponse | ModelError:
-    """The `ModelResponse` for a whole response, or the error a failed one reports."""
+    """The `ModelResponse` for a whole response, or the error a failed one reports.
+
+    Raises:
+        ValueError: if ``response`` is not a Responses answer, a JSON object with an
+            ``output`` list (an HTML page, ``{}``, an error object sent with status 200).
+    """
+    if not isinstance(response, Response):  # the SDK gives a non-JSON body as text
+        msg = f"a Responses answer is a JSON object, not {type(response).__name__}"
+        raise ValueError(msg)
     if getattr(response, "status", None) == "failed":
         return failure(response, endpoint)
-    parts = _parts(list(getattr(response, "output", None) or ()))
+    output = getattr(response, "output", None)  # the SDK does not check its fields
+    if not isinstance(output, list):
+        msg = "the answer holds no output list"
+        raise ValueError(msg)
+    parts = _parts(output)
     calls = any(type(p) is ToolCallPart for p in parts)
     return ModelResponse(
         Message("assistant", tuple(parts)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, final
 
 from openai import AsyncOpenAI, AsyncStream
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import ResponseStreamEvent
 
 from fncore.adapter import ApiKey, ModelError, ModelRequest, ModelResponse
 from fncore_openai._base import OpenAIModelBase
@@ -82,8 +82,11 @@ class OpenAIResponsesModel(OpenAIModelBase[ResponseStreamEvent]):
         )
 
     async def _answer(self, arguments: dict[str, Any]) -> ModelResponse | ModelError:
-        response: Response = await self._client.responses.create(**arguments)
-        return decode_response(response, self._model, self._endpoint)
+        raw = await self._client.responses.with_raw_response.create(**arguments)
+        try:
+            return decode_response(raw.parse(), self._model, self._endpoint)
+        except Exception as exc:  # not JSON, or not a Responses answer
+            return self._endpoint.unexpected(raw.status_code, raw.content, exc)
 
     async def _open_stream(self, arguments: dict[str, Any]) -> AsyncStream[ResponseStreamEvent]:
         events: AsyncStream[ResponseStreamEvent] = await self._client.responses.create(

@@ -148,13 +148,3 @@ async def test_timeout(make_model: MakeModel, silent_server: str, stream: bool) 
         error = result.failure()
     assert isinstance(error, ModelTimeout)
     assert "model.timeout" in error.message
-
-
-async def test_malformed_json_body_is_model_error(
-    fake_provider: FakeProvider, make_model: MakeModel
-) -> None:
-    """A 200 answer that is not JSON is a ModelError value, not an exception."""
-    fake_provider.reply(Reply(200, b"<html>not json</html>"))
-    error = await failure_of(make_model, stream=False)
-    assert type(error) is ModelError
-    assert error.provider == "anthropic"

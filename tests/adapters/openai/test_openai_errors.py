@@ -35,6 +35,7 @@ from fncore import (
     StreamInterrupted,
     TextDelta,
 )
+from fncore.adapter import UnexpectedResponse
 from fncore.core import Model
 
 Factory = Callable[..., Any]
@@ -223,24 +224,15 @@ async def test_chat_stream_error_payload(fake_provider: FakeProvider) -> None:
     assert "overloaded" in error.message
 
 
-@pytest.mark.parametrize("make", KINDS)
-async def test_undecodable_body_is_an_error_value(
-    fake_provider: FakeProvider, make: Factory
-) -> None:
-    """A 200 answer that is not JSON is returned as a ModelError, not raised."""
-    fake_provider.reply(Reply(200, b"<html>proxy page</html>"))
-    error = await failure_of(make(fake_provider), False)
-    assert type(error) is ModelError
-
-
 async def test_chat_completion_without_choices(fake_provider: FakeProvider) -> None:
-    """A completion with no choices is a ModelError."""
+    """A completion with no choices is an UnexpectedResponse (see test_unexpected_answers)."""
     fake_provider.reply(
         Reply(
             body={"id": "x", "object": "chat.completion", "model": "m", "created": 0, "choices": []}
         )
     )
     error = await failure_of(chat_model(fake_provider), False)
+    assert isinstance(error, UnexpectedResponse)
     assert "no choices" in error.message
 
 

@@ -1,0 +1,102 @@
+"""The three APIs side by side, for tests that hold every adapter to the same behaviour.
+
+Each `Api` builds its model on the fake server (no SDK retries) and knows what a good
+answer, and a good stream, looks like on its wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from anthropic_wire import body as anthropic_body
+from anthropic_wire import events as anthropic_events
+from anthropic_wire import text
+from fake_provider import FakeProvider, Reply, sse
+from fncore_anthropic import AnthropicModel
+from fncore_openai import OpenAIChatModel, OpenAIResponsesModel
+from openai_wire import chat_stream, chunk, completed, completion, message_item, response
+
+from fncore.adapter import Message, ModelError, ModelRequest, ProviderModel
+
+KEY = "sk-shared-SECRET-0123456789"
+"""The API key of every model built here; no error, repr or str may show it."""
+
+REQUEST = ModelRequest((Message.user("hi"),))
+
+
+@dataclass(frozen=True)
+class Api:
+    """One API: how to build its model, and a good answer in both forms."""
+
+    name: str
+    provider: str
+    build: Callable[..., ProviderModel[Any, Any]]
+    answer: Callable[[], Reply]
+    stream: Callable[[], Reply]
+    suffix: str
+    """What the SDK's base URL needs after the server's root (``/v1`` for openai)."""
+
+    def model(self, url: str, **options: Any) -> ProviderModel[Any, Any]:
+        """The model on ``url`` (the server root), without SDK retries."""
+        options.setdefault("timeout", 5.0)
+        return self.build("m", api_key=KEY, base_url=url + self.suffix, max_retries=0, **options)
+
+
+APIS = [
+    Api(
+        "chat",
+        "openai",
+        OpenAIChatModel,
+        lambda: completion("Hello there, friend"),
+        lambda: chat_stream(chunk({"content": "Hello"}), chunk({"content": " there"})),
+        "/v1",
+    ),
+    Api(
+        "responses",
+        "openai",
+        OpenAIResponsesModel,
+        lambda: response(message_item("Hello there, friend")),
+        lambda: sse(completed(message_item("Hello there, friend"))),
+        "/v1",
+    ),
+    Api(
+        "anthropic",
+        "anthropic",
+        AnthropicModel,
+        lambda: Reply(body=anthropic_body(text("Hello there, friend"))),
+        lambda: sse(*anthropic_events(text("Hello there, friend"))),
+        "",
+    ),
+]
+API_PARAMS = [pytest.param(api, id=api.name) for api in APIS]
+
+
+@pytest.fixture(name="models")
+async def models_fixture() -> AsyncIterator[list[ProviderModel[Any, Any]]]:
+    """Models a test builds (append them); their clients are closed afterwards."""
+    made: list[ProviderModel[Any, Any]] = []
+    yield made
+    for model in made:
+        await model.aclose()
+
+
+def on(
+    api: Api, fake: FakeProvider | str, made: list[ProviderModel[Any, Any]], **options: Any
+) -> ProviderModel[Any, Any]:
+    """``api``'s model on the fake server (or a server root URL), closed after the test."""
+    model = api.model(fake if isinstance(fake, str) else fake.url, **options)
+    made.append(model)
+    return model
+
+
+def clean(error: object, provider: str) -> ModelError:
+    """``error`` after checking it is a one-line ModelError of ``provider`` without the key."""
+    assert isinstance(error, ModelError), error
+    assert error.provider == provider
+    assert "\n" not in error.message
+    for shown in (error.message, str(error), repr(error)):
+        assert KEY not in shown
+    return error
