@@ -17,7 +17,7 @@ from anthropic_wire import text
 from fake_provider import FakeProvider, Reply, sse
 from fncore_anthropic import AnthropicModel
 from fncore_openai import OpenAIChatModel, OpenAIResponsesModel
-from openai_wire import chat_stream, chunk, completed, completion, message_item, response
+from openai_wire import chat_stream, chunk, completed, completion, event, message_item, response
 
 from fncore.adapter import Message, ModelError, ModelRequest, ProviderModel
 
@@ -25,6 +25,23 @@ KEY = "sk-shared-SECRET-0123456789"
 """The API key of every model built here; no error, repr or str may show it."""
 
 REQUEST = ModelRequest((Message.user("hi"),))
+
+TEXT = "Hello there, friend"
+"""The answer every good reply carries."""
+
+PIECES = [TEXT[i : i + 3] for i in range(0, len(TEXT), 3)]
+"""``TEXT`` as streamed, three characters a delta."""
+
+
+def _responses_delta(piece: str) -> tuple[str, dict[str, Any]]:
+    return event(
+        "response.output_text.delta",
+        item_id="msg_1",
+        output_index=0,
+        content_index=0,
+        delta=piece,
+        logprobs=[],
+    )
 
 
 @dataclass(frozen=True)
@@ -35,7 +52,9 @@ class Api:
     provider: str
     build: Callable[..., ProviderModel[Any, Any]]
     answer: Callable[[], Reply]
+    """A whole answer of ``TEXT``."""
     stream: Callable[[], Reply]
+    """The same answer streamed: ``PIECES`` one event each, with the API's other events."""
     suffix: str
     """What the SDK's base URL needs after the server's root (``/v1`` for openai)."""
 
@@ -50,24 +69,24 @@ APIS = [
         "chat",
         "openai",
         OpenAIChatModel,
-        lambda: completion("Hello there, friend"),
-        lambda: chat_stream(chunk({"content": "Hello"}), chunk({"content": " there"})),
+        lambda: completion(TEXT),
+        lambda: chat_stream(*(chunk({"content": piece}) for piece in PIECES)),
         "/v1",
     ),
     Api(
         "responses",
         "openai",
         OpenAIResponsesModel,
-        lambda: response(message_item("Hello there, friend")),
-        lambda: sse(completed(message_item("Hello there, friend"))),
+        lambda: response(message_item(TEXT)),
+        lambda: sse(*map(_responses_delta, PIECES), completed(message_item(TEXT))),
         "/v1",
     ),
     Api(
         "anthropic",
         "anthropic",
         AnthropicModel,
-        lambda: Reply(body=anthropic_body(text("Hello there, friend"))),
-        lambda: sse(*anthropic_events(text("Hello there, friend"))),
+        lambda: Reply(body=anthropic_body(text(TEXT))),
+        lambda: sse(*anthropic_events(text(TEXT), chunk=3)),
         "",
     ),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from adapters_common import API_PARAMS, KEY, REQUEST, Api, clean, models_fixture, on  # noqa: F401
+from adapters_common import API_PARAMS, KEY, REQUEST, TEXT, Api, clean, models_fixture, on  # noqa: F401
 from fake_provider import FakeProvider, Reply
 from returns.result import Failure, Success
 
@@ -80,4 +80,4 @@ async def test_a_good_answer_still_decodes(
     assert isinstance(result, Success), result
     response = result.unwrap()
     assert isinstance(response, ModelResponse)
-    assert response.text == "Hello there, friend"
+    assert response.text == TEXT
