@@ -104,6 +104,8 @@ def _redacted_pairs(text: str, found: list[str]) -> str:
         name, equals, value = pair.partition("=")
         if equals and value and _SECRET_NAME.search(unquote_plus(name)):
             _add(found, value, plus=True)
+            if value.endswith("/"):  # SDKs append "/" to the raw path, after the query
+                _add(found, value.rstrip("/"), plus=True)
             pairs[i] = f"{name}={REDACTED}"
     return "&".join(pairs)
 

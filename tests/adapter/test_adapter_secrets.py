@@ -42,6 +42,7 @@ def test_url_secrets_lists_what_redact_url_hides() -> None:
     assert "eu" not in secrets
     assert "bot" not in secrets  # a user name is not a secret when a password follows it
     assert url_secrets("https://api.example/v1") == ()
+    assert "tok-1" in url_secrets("https://h/?api_key=tok-1/")  # the SDK's slash after the query
 
 
 def test_secret_value_unwraps_only_when_asked() -> None:

@@ -15,9 +15,15 @@ from anthropic_wire import body as anthropic_body
 from anthropic_wire import events as anthropic_events
 from anthropic_wire import text
 from fake_provider import FakeProvider, Reply, sse
-from fncore_anthropic import AnthropicModel
-from fncore_openai import OpenAIChatModel, OpenAIResponsesModel
+from fncore_anthropic import AnthropicModel, from_config
+from fncore_openai import (
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    chat_model_from_config,
+    responses_model_from_config,
+)
 from openai_wire import chat_stream, chunk, completed, completion, event, message_item, response
+from returns.result import Failure
 
 from fncore.adapter import Message, ModelError, ModelRequest, ProviderModel
 
@@ -51,6 +57,8 @@ class Api:
     name: str
     provider: str
     build: Callable[..., ProviderModel[Any, Any]]
+    from_config: Callable[[dict[str, Any]], Any]
+    """The factory the container calls with the ``model`` section."""
     answer: Callable[[], Reply]
     """A whole answer of ``TEXT``."""
     stream: Callable[[], Reply]
@@ -59,9 +67,12 @@ class Api:
     """What the SDK's base URL needs after the server's root (``/v1`` for openai)."""
 
     def model(self, url: str, **options: Any) -> ProviderModel[Any, Any]:
-        """The model on ``url`` (the server root), without SDK retries."""
+        """The model on ``url`` (the server root, maybe with a query), without SDK retries."""
         options.setdefault("timeout", 5.0)
-        return self.build("m", api_key=KEY, base_url=url + self.suffix, max_retries=0, **options)
+        options.setdefault("api_key", KEY)
+        root, mark, query = url.partition("?")
+        base_url = root + self.suffix + mark + query
+        return self.build("m", base_url=base_url, max_retries=0, **options)
 
 
 APIS = [
@@ -69,6 +80,7 @@ APIS = [
         "chat",
         "openai",
         OpenAIChatModel,
+        chat_model_from_config,
         lambda: completion(TEXT),
         lambda: chat_stream(*(chunk({"content": piece}) for piece in PIECES)),
         "/v1",
@@ -77,6 +89,7 @@ APIS = [
         "responses",
         "openai",
         OpenAIResponsesModel,
+        responses_model_from_config,
         lambda: response(message_item(TEXT)),
         lambda: sse(*map(_responses_delta, PIECES), completed(message_item(TEXT))),
         "/v1",
@@ -85,6 +98,7 @@ APIS = [
         "anthropic",
         "anthropic",
         AnthropicModel,
+        from_config,
         lambda: Reply(body=anthropic_body(text(TEXT))),
         lambda: sse(*anthropic_events(text(TEXT), chunk=3)),
         "",
@@ -118,4 +132,17 @@ def clean(error: object, provider: str) -> ModelError:
     assert "\n" not in error.message
     for shown in (error.message, str(error), repr(error)):
         assert KEY not in shown
+    return error
+
+
+async def failure(model: ProviderModel[Any, Any], streamed: bool) -> ModelError:
+    """The error of one request, or of one stream (its last item, after deltas only)."""
+    if streamed:
+        *deltas, last = [item async for item in model.stream(REQUEST)]
+        assert not any(isinstance(d, ModelError) for d in deltas), deltas
+        assert isinstance(last, ModelError), last
+        return last
+    result = await model.request(REQUEST)
+    assert isinstance(result, Failure), result
+    error: ModelError = result.failure()
     return error

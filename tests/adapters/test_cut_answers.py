@@ -11,9 +11,17 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from adapters_common import API_PARAMS, REQUEST, TEXT, Api, clean, models_fixture, on  # noqa: F401
+from adapters_common import (  # noqa: F401
+    API_PARAMS,
+    REQUEST,
+    TEXT,
+    Api,
+    clean,
+    failure,
+    models_fixture,
+    on,
+)
 from fake_provider import FakeProvider, free_port
-from returns.result import Failure
 
 from fncore.adapter import (
     ConnectionFailed,
@@ -43,9 +51,7 @@ async def test_a_body_cut_off_is_interrupted(
 ) -> None:
     """A non-streamed body that stops before its announced length is StreamInterrupted."""
     fake_provider.reply(replace(api.answer(), cut_after=cut))
-    result = await on(api, fake_provider, models).request(REQUEST)
-    assert isinstance(result, Failure), result
-    error = interrupted(result.failure(), api.provider)
+    error = interrupted(await failure(on(api, fake_provider, models), False), api.provider)
     assert "closed mid-answer" in error.message
     assert "RemoteProtocolError" in error.message
 
@@ -86,13 +92,7 @@ async def test_nothing_listening_is_still_connection_failed(
 ) -> None:
     """A server never reached stays ConnectionFailed, naming where it was looked for."""
     model = on(api, f"http://127.0.0.1:{free_port()}", models)
-    if streamed:
-        error: object = [item async for item in model.stream(REQUEST)][-1]
-    else:
-        result = await model.request(REQUEST)
-        assert isinstance(result, Failure)
-        error = result.failure()
-    failed = clean(error, api.provider)
+    failed = clean(await failure(model, streamed), api.provider)
     assert isinstance(failed, ConnectionFailed)
     assert "could not reach" in failed.message
     assert "model.base_url" in failed.message

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-
 import pytest
+from adapters_common import failure
 from anthropic_fixtures import fake_provider_fixture, make_model_fixture, shared_server_fixture  # noqa: F401
 from anthropic_wire import (
     KEY,
@@ -39,15 +37,7 @@ def error_body(kind: str, message: str) -> dict[str, object]:
 
 async def failure_of(make_model: MakeModel, stream: bool, url: str | None = None) -> ModelError:
     """The error of one request (or the last item of one stream)."""
-    m = make_model(url)
-    if stream:
-        _, last = await collect(m, REQUEST)
-        assert isinstance(last, ModelError), last
-        return last
-    result = await m.request(REQUEST)
-    assert isinstance(result, Failure), result
-    error: ModelError = result.failure()
-    return error
+    return await failure(make_model(url), stream)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["request", "stream"])
@@ -125,15 +115,6 @@ async def test_connection_refused(make_model: MakeModel, stream: bool) -> None:
     assert error.retryable
     assert "127.0.0.1" in error.message
     assert "base_url" in error.message
-
-
-@pytest.fixture
-def silent_server() -> Iterator[str]:
-    """A server that accepts connections and never answers."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["request", "stream"])

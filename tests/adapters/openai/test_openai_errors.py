@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -143,19 +142,10 @@ async def test_connection_refused(make: Factory, streamed: bool) -> None:
     assert error.retryable
 
 
-@pytest.fixture
-def silent_server() -> Iterator[str]:
-    """A base URL whose server accepts connections and never answers."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
-        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1"
-
-
 @pytest.mark.parametrize("make", KINDS)
 async def test_timeout(make: Factory, silent_server: str) -> None:
     """No answer within the timeout gives ModelTimeout."""
-    error = await failure_of(make(silent_server, timeout=0.2), False)
+    error = await failure_of(make(f"{silent_server}/v1", timeout=0.2), False)
     assert isinstance(error, ModelTimeout)
     assert "model.timeout" in error.message
 
