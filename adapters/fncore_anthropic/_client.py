@@ -39,7 +39,8 @@ def make_client(
         sdk_tracing: Keep the SDK's own OpenTelemetry span per call. ``False`` passes
             ``open_telemetry=False``, which turns off its spans and with them its
             ``traceparent`` header; the adapter then propagates the caller's trace context
-            itself, so fncore's middleware owns the spans and none are duplicated.
+            itself: tracing is left to the application's own middleware, and a span it
+            opens around the call is not duplicated by the SDK's.
     """
     key = secret_value(api_key)
     if sdk_tracing:

@@ -33,8 +33,9 @@ class AnthropicModel(ProviderModel[AsyncAnthropic, RawMessageStreamEvent]):
         timeout: Seconds per HTTP request.
         max_retries: The SDK's transport retries, honouring ``retry-after``.
         default_max_tokens: ``max_tokens`` when the request's settings give none.
-        sdk_tracing: Keep the SDK's own OpenTelemetry span per call (off by default, so
-            fncore's middleware owns tracing; the trace context is propagated either way).
+        sdk_tracing: Keep the SDK's own OpenTelemetry span per call (off by default, leaving
+            spans to the application's middleware; the caller's trace context is
+            propagated either way).
 
     Example:
         >>> m = AnthropicModel("claude-x", api_key="sk-ant-1", base_url="http://127.0.0.1:9")
