@@ -41,6 +41,8 @@ from fncore_openai._responses_decode import ResponsesStreamDecoder, decode_respo
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 
+from fncore.adapter import Endpoint
+
 TEXT = "The sum is 5 and the product is 6; both tools agree with the arithmetic. " * 3
 ARGS = ['{"a": 2, "b": 3}', '{"a": 2, "b": 3}']
 PIECE = 6
@@ -275,6 +277,9 @@ def anthropic_events() -> list[dict[str, Any]]:
 
 # -- measuring ---------------------------------------------------------------------------
 
+ENDPOINT = Endpoint.create("bench", "http://127.0.0.1:9/v1", secrets=["sk-bench-0123"])
+"""Where the decoders' errors would point; nothing is sent."""
+
 
 @dataclass
 class Case:
@@ -298,24 +303,24 @@ def _anthropic_parse(kind: Any) -> Callable[[bytes], Any]:
 
 
 def _chat_stream(chunks: list[Any]) -> Any:
-    decoder = ChatStreamDecoder("gpt-4.1-mini")
+    decoder = ChatStreamDecoder("gpt-4.1-mini", ENDPOINT)
     for chunk in chunks:
         decoder.feed(chunk)
     return decoder.finish()
 
 
 def _responses_stream(chunks: list[Any]) -> Any:
-    decoder = ResponsesStreamDecoder("gpt-4.1-mini", None)
+    decoder = ResponsesStreamDecoder("gpt-4.1-mini", ENDPOINT)
     for event in chunks:
         decoder.feed(event)
-    return decoder.result
+    return decoder.finish()
 
 
 def _anthropic_stream(chunks: list[Any]) -> Any:
-    decoder = StreamDecoder()
+    decoder = StreamDecoder(ENDPOINT)
     for event in chunks:
         decoder.feed(event)
-    return decoder.response()
+    return decoder.finish()
 
 
 def cases() -> list[Case]:
@@ -340,7 +345,7 @@ def cases() -> list[Case]:
             encode(responses_events()),
             _openai_parse(Response),
             _openai_parse(ResponseStreamEvent),
-            lambda obj: decode_response(obj, "gpt-4.1-mini", None),
+            lambda obj: decode_response(obj, "gpt-4.1-mini", ENDPOINT),
             _responses_stream,
         ),
         Case(

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 from dependency_injector import containers, providers
-from pydantic import SecretStr
 
 from fncore.core import Model, ModelSettings, RegistrationError, Registry, Tool, ToolChoice
 from fncore.core._loop import LoopSettings
@@ -108,9 +107,6 @@ def _provider_model(kind: str, section: Mapping[str, Any], owned: Owned) -> Mode
         )
         raise ConfigError(msg) from None
     factory: Callable[[Mapping[str, Any]], Model] = getattr(module, attribute)
-    key = section.get("api_key")
-    if isinstance(key, SecretStr):  # unwrapped only for the adapter that builds the client
-        section = {**section, "api_key": key.get_secret_value()}
     try:
         model = factory(section)
     except (ValueError, TypeError) as exc:

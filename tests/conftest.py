@@ -1,5 +1,6 @@
 """Shared test configuration."""
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -15,3 +16,12 @@ def fake_provider() -> Iterator[FakeProvider]:
     """A scripted provider server on 127.0.0.1, stopped after the test."""
     with FakeProvider() as server:
         yield server
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """The root URL of a server that accepts connections and never answers (timeouts)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"

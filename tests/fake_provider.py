@@ -1,7 +1,7 @@
 """A scripted HTTP server on 127.0.0.1 that speaks a provider's wire format.
 
-Tests queue replies (JSON bodies, SSE event streams, error statuses, streams cut off
-mid-message) and then point the real ``openai`` or ``anthropic`` SDK client at ``url``.
+Tests queue replies (JSON bodies, SSE event streams, error statuses, bodies and streams
+cut off mid-way) and then point the real ``openai`` or ``anthropic`` SDK client at ``url``.
 Every request the server receives is recorded with its path, headers and JSON body, so a
 test can assert what the adapter sent.
 """
@@ -28,8 +28,11 @@ class Reply:
     events: list[tuple[str | None, Any]] | None = None
     """An SSE stream: ``(event name or None, data)``; dict data is sent as JSON."""
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    """The ``content-type`` of a non-streamed body."""
     cut_after: int | None = None
-    """For a stream: drop the connection after this many events, mid-stream."""
+    """For a stream: drop the connection after this many events, mid-stream. For a body:
+    drop it after this many bytes, though ``content-length`` announced them all."""
 
 
 @dataclass
@@ -97,12 +100,22 @@ class FakeProvider:
                     reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 )
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", reply.content_type)
                 self.send_header("content-length", str(len(data)))
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
+                if reply.cut_after is None:
+                    self.wfile.write(data)
+                    return
+                self.wfile.write(data[: reply.cut_after])
+                self._hang_up()
+
+            def _hang_up(self) -> None:
+                """Close the connection now, whatever the answer still owes."""
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
 
             def _stream(self, reply: Reply) -> None:
                 self.send_response(reply.status)
@@ -115,9 +128,7 @@ class FakeProvider:
                 assert reply.events is not None
                 for i, (name, data) in enumerate(reply.events):
                     if reply.cut_after is not None and i >= reply.cut_after:
-                        self.wfile.flush()
-                        self.close_connection = True
-                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self._hang_up()
                         return
                     text = data if isinstance(data, str) else json.dumps(data)
                     frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from anthropic import AsyncAnthropic
+
+from fncore.adapter import ApiKey, Endpoint, resolve_api_key, secret_value
+from fncore_anthropic._errors import PROVIDER
 
 if TYPE_CHECKING:
     from fncore_anthropic._model import AnthropicModel
@@ -20,30 +22,33 @@ DEFAULT_MAX_TOKENS = 4096
 
 def make_client(
     *,
-    api_key: str | None,
+    api_key: ApiKey,
     base_url: str | None,
     timeout: float,
     max_retries: int,
     sdk_tracing: bool,
 ) -> AsyncAnthropic:
-    """The SDK client for these options.
+    """The SDK client for these options; the only place the key is unwrapped.
 
     Args:
-        api_key: The key; ``None`` lets the SDK find one (``ANTHROPIC_API_KEY``, ...).
+        api_key: The key, as text or a `pydantic.SecretStr`; ``None`` lets the SDK find
+            one (``ANTHROPIC_API_KEY``, ...).
         base_url: The server, without ``/v1``; ``None`` for the SDK's default.
         timeout: Seconds per HTTP request.
         max_retries: The SDK's transport retries (it honours ``retry-after``).
         sdk_tracing: Keep the SDK's own OpenTelemetry span per call. ``False`` passes
             ``open_telemetry=False``, which turns off its spans and with them its
             ``traceparent`` header; the adapter then propagates the caller's trace context
-            itself, so fncore's middleware owns the spans and none are duplicated.
+            itself: tracing is left to the application's own middleware, and a span it
+            opens around the call is not duplicated by the SDK's.
     """
+    key = secret_value(api_key)
     if sdk_tracing:
         return AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
     return AsyncAnthropic(
-        api_key=api_key,
+        api_key=key,
         base_url=base_url,
         timeout=timeout,
         max_retries=max_retries,
@@ -51,13 +56,23 @@ def make_client(
     )
 
 
+def endpoint_of(client: AsyncAnthropic) -> Endpoint:
+    """Where ``client`` sends, with its credentials to keep out of every message."""
+    return Endpoint.create(
+        PROVIDER,
+        str(client.base_url),
+        secrets=[client.api_key, client.auth_token],
+        timeout=client.timeout,
+    )
+
+
 def from_config(config: Mapping[str, Any]) -> AnthropicModel:
     """The model the container's ``model`` config section describes.
 
-    Keys: ``name`` (the model), ``api_key`` (``None``: ``ANTHROPIC_API_KEY``), ``base_url``
-    (without ``/v1``), ``timeout``, ``max_retries``, ``max_tokens`` (the default
-    ``max_tokens``) and ``sdk_tracing``; ``options`` must be empty (the model has no other
-    options); others (``kind``, ...) are ignored.
+    Keys: ``name`` (the model), ``api_key`` (text or a `pydantic.SecretStr`; ``None``:
+    ``ANTHROPIC_API_KEY``), ``base_url`` (without ``/v1``), ``timeout``, ``max_retries``,
+    ``max_tokens`` (the default ``max_tokens``) and ``sdk_tracing``; ``options`` must be
+    empty (the model has no other options); others (``kind``, ...) are ignored.
 
     Raises:
         ValueError: when neither ``api_key`` nor ``ANTHROPIC_API_KEY`` gives a key, or the
@@ -74,8 +89,8 @@ def from_config(config: Mapping[str, Any]) -> AnthropicModel:
     if not isinstance(name, str) or not name:
         msg = "model.name must name the Anthropic model, e.g. claude-sonnet-4-5"
         raise ValueError(msg)
-    api_key = config.get("api_key") or os.environ.get(API_KEY_VARIABLE)
-    if not api_key:
+    api_key = config.get("api_key")
+    if resolve_api_key(api_key, API_KEY_VARIABLE) is None:
         msg = f"no Anthropic API key: set {API_KEY_VARIABLE} or model.api_key in the config"
         raise ValueError(msg)
     options = config.get("options") or {}
@@ -89,7 +104,7 @@ def from_config(config: Mapping[str, Any]) -> AnthropicModel:
     max_retries = config.get("max_retries")
     return AnthropicModel(
         name,
-        api_key=str(api_key),
+        api_key=api_key,
         base_url=config.get("base_url") or None,
         timeout=60.0 if timeout is None else float(timeout),
         max_retries=2 if max_retries is None else int(max_retries),

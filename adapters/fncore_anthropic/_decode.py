@@ -19,7 +19,7 @@ from anthropic.types import (
     ToolUseBlock,
 )
 
-from fncore.core import (
+from fncore.adapter import (
     FinishReason,
     Message,
     ModelResponse,
@@ -113,15 +113,26 @@ def call_part(call_id: str, name: str, arguments: str) -> ToolCallPart:
     return ToolCallPart(call_id, name, json.dumps(value))
 
 
-def decode_message(wire: WireMessage) -> ModelResponse:
-    """The `ModelResponse` for a non-streamed response.
+def decode_message(wire: object) -> ModelResponse:
+    """The `ModelResponse` for a non-streamed response, as the SDK parsed the body.
 
     Server-tool blocks (``server_tool_use``, ``web_search_tool_result``, ...) have no fncore
     part and are left out.
+
+    Raises:
+        ValueError: if ``wire`` is not a message with a ``content`` list and ``usage`` (an
+            HTML page, ``{}``, an error object sent with status 200).
     """
+    if not isinstance(wire, WireMessage):  # the SDK gives a non-JSON body as text
+        msg = f"a Messages API answer is a JSON object, not {type(wire).__name__}"
+        raise ValueError(msg)
+    content = getattr(wire, "content", None)  # the SDK does not check its fields
+    if not isinstance(content, list) or getattr(wire, "usage", None) is None:
+        msg = "the answer lacks its content list or its usage"
+        raise ValueError(msg)
     parts: list[Part] = []
     calls = 0
-    for block in wire.content:
+    for block in content:
         part: Part | None = None
         kind = block.type  # the SDK builds unknown block types as some known class
         if kind == "text" and isinstance(block, TextBlock):

@@ -14,14 +14,13 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from anthropic.resources.messages import AsyncMessages
-from returns.result import Failure, Result, Success
 
-from fncore.core import (
-    BadRequest,
+from fncore.adapter import (
     DataPart,
     Message,
     ModelRequest,
     ModelSettings,
+    NotExpressible,
     Part,
     ReasoningPart,
     RequireTool,
@@ -31,7 +30,6 @@ from fncore.core import (
     ToolResultPart,
     ToolSpec,
 )
-from fncore_anthropic._errors import unsupported
 
 Block: TypeAlias = dict[str, Any]
 """One content block of the wire format."""
@@ -52,13 +50,7 @@ _NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
 """Blocks the API does not let carry ``cache_control``."""
 
 
-class _Unsupported(Exception):
-    """The request holds something the Messages API cannot express."""
-
-
-def build_kwargs(
-    request: ModelRequest, *, model: str, default_max_tokens: int
-) -> Result[dict[str, Any], BadRequest]:
+def build_kwargs(request: ModelRequest, *, model: str, default_max_tokens: int) -> dict[str, Any]:
     """The keyword arguments for ``client.messages.create`` (without ``stream``).
 
     Args:
@@ -67,17 +59,14 @@ def build_kwargs(
         default_max_tokens: ``max_tokens`` when ``request.settings`` has none (the API
             requires one).
 
-    Returns:
-        The arguments, or `BadRequest` for content the API cannot take (an unsupported
-        media type, a data part in an assistant message, ...), so nothing is sent.
+    Raises:
+        NotExpressible: for content the API cannot take (an unsupported media type, a data
+            part in an assistant message, ...), so nothing is sent.
     """
-    try:
-        system = _system(request)
-        messages = _turns(request.messages)
-        tools = [_tool(spec) for spec in request.tools]
-        choice = _tool_choice(request.tool_choice, request.tools, request.settings)
-    except _Unsupported as exc:
-        return Failure(unsupported(str(exc)))
+    system = _system(request)
+    messages = _turns(request.messages)
+    tools = [_tool(spec) for spec in request.tools]
+    choice = _tool_choice(request.tool_choice, request.tools, request.settings)
     if tools and request.cache_tools:
         _mark(tools)
     settings = request.settings
@@ -108,7 +97,7 @@ def build_kwargs(
             body[key] = value
     if body:
         kwargs["extra_body"] = body
-    return Success(kwargs)
+    return kwargs
 
 
 def tool_input(call: ToolCallPart) -> dict[str, object]:
@@ -146,7 +135,7 @@ def _system(request: ModelRequest) -> list[Block]:
         for part in message.parts:
             if type(part) is not TextPart:
                 msg = f"a system message can hold only text, not {type(part).__name__}"
-                raise _Unsupported(msg)
+                raise NotExpressible(msg)
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
         if message.cache and len(blocks) > start:
@@ -197,7 +186,7 @@ def _block(part: Part, role: str) -> Block | None:
         return _data(part)
     who = "an assistant" if role == "assistant" else "a user or tool"
     msg = f"{who} message cannot hold a {type(part).__name__}"
-    raise _Unsupported(msg)
+    raise NotExpressible(msg)
 
 
 def _thinking(part: ReasoningPart) -> Block | None:
@@ -217,7 +206,7 @@ def _data(part: DataPart) -> Block:
         return {"type": "document", "source": source}
     accepted = ", ".join(sorted(IMAGE_TYPES))
     msg = f"media type {part.media_type!r} is not supported; use {accepted} or application/pdf"
-    raise _Unsupported(msg)
+    raise NotExpressible(msg)
 
 
 def _mark(blocks: list[Block]) -> None:
@@ -243,7 +232,7 @@ def _tool_choice(
 ) -> Block | None:
     if isinstance(choice, RequireTool) and choice.name not in {t.name for t in tools}:
         msg = f"tool_choice requires the tool {choice.name!r}, which is not among the tools"
-        raise _Unsupported(msg)
+        raise NotExpressible(msg)
     if not tools:
         return None
     if choice == "none":

@@ -9,12 +9,9 @@ event into an exception and skips ``ping``.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
-from anthropic import AsyncStream
 from anthropic.types import (
     InputJSONDelta,
     RawContentBlockDeltaEvent,
@@ -32,10 +29,11 @@ from anthropic.types import (
 )
 from anthropic.types import TextDelta as WireTextDelta
 
-from fncore.core import (
+from fncore.adapter import (
+    Endpoint,
     Message,
+    ModelError,
     ModelResponse,
-    ModelStreamItem,
     Part,
     ReasoningDelta,
     StreamDelta,
@@ -55,7 +53,6 @@ from fncore_anthropic._decode import (
     text_part,
     usage_of,
 )
-from fncore_anthropic._errors import interrupted, map_exception
 
 
 @dataclass(slots=True)
@@ -87,19 +84,24 @@ class _Block:
 
 
 class StreamDecoder:
-    """Folds raw events into deltas and, after ``message_stop``, the final response."""
+    """Folds raw events into deltas and, after ``message_stop``, the final response.
+
+    A `fncore.adapter.StreamDecoder`: `done` at ``message_stop``, the terminal event.
+    """
 
     __slots__ = (
         "_blocks",
         "_calls",
         "_delta_usage",
+        "_endpoint",
         "_model",
         "_start_usage",
         "_stop_reason",
         "done",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
         self._blocks: dict[int, _Block] = {}
         self._calls = 0
         """How many ``tool_use`` blocks started: the index of the next one."""
@@ -115,7 +117,7 @@ class StreamDecoder:
 
         Raises:
             ValueError: for an event that cannot be decoded (a delta for a block that
-                never started), which the caller reports as `StreamInterrupted`.
+                never started), which `map_exception` reports as `StreamInterrupted`.
         """
         kind = event.type  # the SDK builds unknown event types as some known class
         if kind == "content_block_delta" and isinstance(event, RawContentBlockDeltaEvent):
@@ -156,6 +158,12 @@ class StreamDecoder:
             for early, late in zip(self._start_usage, self._delta_usage, strict=True)
         ]
         return usage_of(*counts)
+
+    def finish(self) -> tuple[list[StreamDelta], ModelResponse | ModelError]:
+        """The response after ``message_stop``; `StreamInterrupted` if it never came."""
+        if not self.done:
+            return [], self._endpoint.interrupted("the stream ended before message_stop")
+        return [], self.response()
 
     def response(self) -> ModelResponse:
         """The complete response, the same `decode_message` gives for the same content."""
@@ -215,40 +223,3 @@ class StreamDecoder:
             if delta.partial_json:
                 return [ToolCallArgsDelta(block.call_id, delta.partial_json)]
         return []  # citations, and deltas of blocks fncore does not represent
-
-
-async def decode_stream(
-    events: AsyncStream[RawMessageStreamEvent], secrets: Sequence[str | None]
-) -> AsyncGenerator[ModelStreamItem, None]:
-    """Yield the deltas of ``events``, then exactly one `ModelResponse` or `ModelError`.
-
-    A stream that ends before ``message_stop``, a connection cut mid-stream and data that
-    cannot be decoded give `StreamInterrupted`; an ``error`` event gives the error its type
-    stands for (``overloaded_error`` is `ProviderUnavailable`). The SDK stream is closed on
-    every exit, including when the consumer stops early.
-    """
-    decoder = StreamDecoder()
-    try:
-        while True:
-            try:
-                event = await anext(events)
-            except StopAsyncIteration:
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                yield map_exception(exc, secrets, streaming=True)
-                return
-            try:
-                deltas = decoder.feed(event)
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                yield interrupted(f"an event could not be decoded ({exc})", secrets)
-                return
-            for delta in deltas:
-                yield delta
-            if decoder.done:
-                yield decoder.response()
-                return
-        yield interrupted("it ended before message_stop", secrets)
-    finally:
-        await events.close()

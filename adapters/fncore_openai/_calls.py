@@ -1,7 +1,7 @@
 """Tool-call arguments as servers send them: text, or JSON already parsed.
 
 Shared by the Chat Completions and Responses decoders, streaming or not, so a response
-decodes to the same `ToolCallPart` values in every mode (ids: `fncore.core.usable_call_id`).
+decodes to the same `ToolCallPart` values in every mode (ids: `fncore.adapter.usable_call_id`).
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel
 
-from fncore.core import (
+from fncore.adapter import (
+    Endpoint,
     FinishReason,
     Message,
+    ModelError,
     ModelResponse,
     Part,
     ReasoningDelta,
@@ -70,17 +72,25 @@ def reasoning_of(obj: BaseModel | None) -> str:
     return ""
 
 
-def decode_completion(completion: ChatCompletion, fallback_name: str) -> ModelResponse:
-    """The `ModelResponse` for a whole completion.
+def decode_completion(completion: object, fallback_name: str) -> ModelResponse:
+    """The `ModelResponse` for a whole completion, as the SDK parsed the body.
 
     Raises:
-        ValueError: if the completion holds no choice.
+        ValueError: if ``completion`` is not a chat completion whose first choice holds a
+            message (an HTML page, ``{}``, an error object sent with status 200).
     """
-    if not completion.choices:
+    if not isinstance(completion, ChatCompletion):  # the SDK gives a non-JSON body as text
+        msg = f"a chat completion is a JSON object, not {type(completion).__name__}"
+        raise ValueError(msg)
+    choices = getattr(completion, "choices", None)  # the SDK does not check its fields
+    if not isinstance(choices, list) or not choices:
         msg = "the completion holds no choices"
         raise ValueError(msg)
-    choice = completion.choices[0]
-    message = choice.message
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        msg = "the completion's first choice holds no message"
+        raise ValueError(msg)
     parts: list[Part] = []
     reasoning = reasoning_of(message)
     if reasoning:
@@ -118,12 +128,29 @@ class _Call:
 
 
 class ChatStreamDecoder:
-    """Turns chunks into deltas and, at the end, the same response as a whole completion."""
+    """Turns chunks into deltas and, at the end, the same response as a whole completion.
 
-    __slots__ = ("_calls", "_finish", "_model", "_order", "_reasoning", "_text", "_usage")
+    A `fncore.adapter.StreamDecoder`: it reads to the end of the stream, since usage comes
+    in a chunk after the one with the finish reason.
+    """
 
-    def __init__(self, fallback_name: str) -> None:
+    __slots__ = (
+        "_calls",
+        "_endpoint",
+        "_finish",
+        "_model",
+        "_order",
+        "_reasoning",
+        "_text",
+        "_usage",
+    )
+
+    done = False
+    """Never set: usage follows the finish reason, so the stream is read to its end."""
+
+    def __init__(self, fallback_name: str, endpoint: Endpoint) -> None:
         self._model = fallback_name
+        self._endpoint = endpoint
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[int, _Call] = {}
@@ -190,18 +217,16 @@ class ChatStreamDecoder:
             out.append(ToolCallArgsDelta(slot.id, fragment))
         slot.sent = len(slot.args)
 
-    @property
-    def finished(self) -> bool:
-        """Whether a chunk carried a finish reason."""
-        return self._finish is not None
-
-    def finish(self) -> tuple[list[StreamDelta], ModelResponse]:
+    def finish(self) -> tuple[list[StreamDelta], ModelResponse | ModelError]:
         """Deltas for calls never started (no usable id sent), and the final response.
 
         Such a call gets `fallback_call_id` of its index among the response's calls, the
         id `decode_completion` gives the same call, and is started only now: an id may
-        arrive in any fragment of the call until the stream ends.
+        arrive in any fragment of the call until the stream ends. A stream that ended
+        without a finish reason gives `StreamInterrupted` instead.
         """
+        if self._finish is None:
+            return [], self._endpoint.interrupted("the stream ended without a finish reason")
         out: list[StreamDelta] = []
         parts: list[Part] = []
         if self._reasoning:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, final
 
 from openai import AsyncOpenAI, AsyncStream
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from returns.result import Failure, Result, Success
+from openai.types.chat import ChatCompletionChunk
 
-from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
+from fncore.adapter import ApiKey, ModelError, ModelRequest, ModelResponse
 from fncore_openai._base import OpenAIModelBase
 from fncore_openai._chat_decode import ChatStreamDecoder, decode_completion
 from fncore_openai._chat_request import MaxTokensParam, SystemRole, chat_arguments
-from fncore_openai._errors import interrupted
 
 
-class OpenAIChatModel(OpenAIModelBase):
+@final
+class OpenAIChatModel(OpenAIModelBase[ChatCompletionChunk]):
     """A chat model behind the OpenAI Chat Completions API (``/v1/chat/completions``).
 
     Works with OpenAI and with OpenAI-compatible servers (vLLM, Ollama, LM Studio, ...)
@@ -35,7 +33,7 @@ class OpenAIChatModel(OpenAIModelBase):
         model: str,
         *,
         client: AsyncOpenAI | None = None,
-        api_key: str | None = None,
+        api_key: ApiKey = None,
         base_url: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
@@ -49,7 +47,8 @@ class OpenAIChatModel(OpenAIModelBase):
             model: The model name the server knows (``gpt-4.1``, ``llama3.1:8b``).
             client: An ``AsyncOpenAI`` client to use as it is (the next four arguments are
                 then ignored).
-            api_key: The API key; ``None`` reads ``OPENAI_API_KEY``.
+            api_key: The API key, as text or a `pydantic.SecretStr`; ``None`` reads
+                ``OPENAI_API_KEY``. It is unwrapped only to build the client.
             base_url: The API root, ending in ``/v1``; ``None`` means OpenAI.
             timeout: Seconds to wait for an answer.
             max_retries: The SDK's own retries of failed connections, 408, 409, 429 and 5xx
@@ -85,45 +84,19 @@ class OpenAIChatModel(OpenAIModelBase):
             create=self._client.chat.completions.create,
         )
 
-    async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
-        """Send ``request`` and return the whole response, or the error."""
-        kwargs = self._prepared(request)
-        if isinstance(kwargs, ModelError):
-            return Failure(kwargs)
+    async def _answer(self, arguments: dict[str, Any]) -> ModelResponse | ModelError:
+        raw = await self._client.chat.completions.with_raw_response.create(**arguments)
         try:
-            completion: ChatCompletion = await self._client.chat.completions.create(**kwargs)
-            return Success(decode_completion(completion, self._model))
-        except Exception as exc:
-            return Failure(self._error(exc))
+            return decode_completion(raw.parse(), self._model)
+        except Exception as exc:  # not JSON, or not a chat completion
+            return self._endpoint.unexpected(raw.status_code, raw.content, exc)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
-        """Send ``request`` streamed: yield deltas, then the response (or an error)."""
-        kwargs = self._prepared(request)
-        if isinstance(kwargs, ModelError):
-            yield kwargs
-            return
-        kwargs["stream_options"] = {"include_usage": True, **kwargs.get("stream_options", {})}
-        try:
-            chunks: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(
-                stream=True, **kwargs
-            )
-        except Exception as exc:
-            yield self._error(exc)
-            return
-        decoder = ChatStreamDecoder(self._model)
-        try:
-            async for chunk in chunks:
-                for delta in decoder.feed(chunk):
-                    yield delta
-        except Exception as exc:
-            yield self._error(exc, in_stream=True)
-            return
-        finally:
-            await chunks.close()
-        if not decoder.finished:
-            yield interrupted("the stream ended without a finish reason", self._secret)
-            return
-        deltas, response = decoder.finish()
-        for delta in deltas:
-            yield delta
-        yield response
+    async def _open_stream(self, arguments: dict[str, Any]) -> AsyncStream[ChatCompletionChunk]:
+        arguments["stream_options"] = {"include_usage": True, **arguments.get("stream_options", {})}
+        chunks: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(
+            **arguments, stream=True
+        )
+        return chunks
+
+    def _decoder(self) -> ChatStreamDecoder:
+        return ChatStreamDecoder(self._model, self._endpoint)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
-from fncore.core import (
+from fncore.adapter import (
     DataPart,
     Message,
     ModelRequest,
+    NotExpressible,
     ReasoningPart,
     RequireTool,
     TextPart,
@@ -16,7 +17,6 @@ from fncore.core import (
     ToolResultPart,
 )
 from fncore_openai._common import apply_extra, data_url, file_name, strict_parameters, unsupported
-from fncore_openai._errors import NotExpressible
 
 SystemRole: TypeAlias = Literal["system", "developer"]
 """The role that carries instructions: ``developer`` for OpenAI's reasoning models."""

@@ -1,10 +1,11 @@
-"""Building the ``AsyncOpenAI`` client and finding its API key."""
+"""Building the ``AsyncOpenAI`` client, and the `Endpoint` of a client."""
 
 from __future__ import annotations
 
-import os
-
 from openai import AsyncOpenAI
+
+from fncore.adapter import ApiKey, Endpoint, resolve_api_key
+from fncore_openai._errors import PROVIDER
 
 API_KEY_ENV = "OPENAI_API_KEY"
 """The environment variable read when no API key is given."""
@@ -16,38 +17,30 @@ MISSING_KEY = (
 )
 
 
-def resolve_api_key(api_key: str | None) -> str:
-    """``api_key``, else the ``OPENAI_API_KEY`` variable.
-
-    Raises:
-        ValueError: if neither is set (the message names both, never a key).
-    """
-    key = api_key or os.environ.get(API_KEY_ENV)
-    if not key:
-        raise ValueError(MISSING_KEY)
-    return key
-
-
 def build_client(
-    *, api_key: str | None, base_url: str | None, timeout: float, max_retries: int
+    *, api_key: ApiKey, base_url: str | None, timeout: float, max_retries: int
 ) -> AsyncOpenAI:
-    """An ``AsyncOpenAI`` client for these settings.
+    """An ``AsyncOpenAI`` client for these settings; the only place the key is unwrapped.
 
     ``base_url`` must end in ``/v1`` for OpenAI-compatible servers
     (``http://localhost:11434/v1``); ``None`` means OpenAI (or ``OPENAI_BASE_URL``).
 
     Raises:
-        ValueError: if no API key is given or set in the environment.
+        ValueError: if no API key is given or set in ``OPENAI_API_KEY`` (the message
+            names both, never a key).
     """
-    return AsyncOpenAI(
-        api_key=resolve_api_key(api_key),
-        base_url=base_url,
-        timeout=timeout,
-        max_retries=max_retries,
-    )
+    key = resolve_api_key(api_key, API_KEY_ENV)
+    if key is None:
+        raise ValueError(MISSING_KEY)
+    return AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
 
-def client_secret(client: AsyncOpenAI) -> str | None:
-    """The client's API key, to keep out of error messages."""
+def endpoint_of(client: AsyncOpenAI) -> Endpoint:
+    """Where ``client`` sends, with its key to keep out of every message."""
     key = getattr(client, "api_key", None)
-    return key if isinstance(key, str) and key else None
+    return Endpoint.create(
+        PROVIDER,
+        str(client.base_url),
+        secrets=[key if isinstance(key, str) else None],
+        timeout=client.timeout,
+    )

@@ -8,8 +8,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from fncore.core import DataPart, ModelRequest, ToolSpec
-from fncore_openai._errors import NotExpressible
+from fncore.adapter import DataPart, ModelRequest, NotExpressible, ToolSpec
 
 RESERVED = frozenset({"model", "messages", "input", "stream", "instructions"})
 """Arguments the adapter sets itself; ``settings.extra`` may not replace them."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from fncore.core import Model
+from fncore.adapter import Model
 from fncore_openai._chat_model import OpenAIChatModel
 from fncore_openai._chat_request import MaxTokensParam, SystemRole
 from fncore_openai._responses_model import OpenAIResponsesModel
@@ -61,9 +61,10 @@ def _options(
 def chat_model_from_config(config: Mapping[str, Any]) -> Model:
     """An `OpenAIChatModel` from the ``model`` configuration section (kind ``openai``).
 
-    Keys: ``name``, ``base_url``, ``api_key`` (``None``: ``OPENAI_API_KEY``), ``timeout``,
-    ``max_retries``, ``max_tokens``, and ``options``: ``system_role`` (``system`` or
-    ``developer``), ``max_tokens_param`` (``max_completion_tokens`` or ``max_tokens``).
+    Keys: ``name``, ``base_url``, ``api_key`` (text or a `pydantic.SecretStr`; ``None``:
+    ``OPENAI_API_KEY``), ``timeout``, ``max_retries``, ``max_tokens``, and ``options``:
+    ``system_role`` (``system`` or ``developer``), ``max_tokens_param``
+    (``max_completion_tokens`` or ``max_tokens``).
 
     Raises:
         ValueError: for a missing name or API key, or an unknown key or option.
@@ -85,8 +86,9 @@ def chat_model_from_config(config: Mapping[str, Any]) -> Model:
 def responses_model_from_config(config: Mapping[str, Any]) -> Model:
     """An `OpenAIResponsesModel` from the ``model`` section (kind ``openai-responses``).
 
-    Keys: ``name``, ``base_url``, ``api_key`` (``None``: ``OPENAI_API_KEY``), ``timeout``,
-    ``max_retries``, ``max_tokens``, and ``options``: ``store`` (``true``/``false``).
+    Keys: ``name``, ``base_url``, ``api_key`` (text or a `pydantic.SecretStr`; ``None``:
+    ``OPENAI_API_KEY``), ``timeout``, ``max_retries``, ``max_tokens``, and ``options``:
+    ``store`` (``true``/``false``).
 
     Raises:
         ValueError: for a missing name or API key, or an unknown key or option.

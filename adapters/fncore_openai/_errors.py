@@ -1,58 +1,42 @@
 """Turning ``openai`` SDK exceptions and error payloads into fncore error values.
 
-Both models share this mapping::
+Both models share this mapping (`map_exception`, the `fncore.adapter.ExceptionMapper`
+every adapter has)::
 
-    APIStatusError (4xx/5xx)     -> error_for_status(...): AuthenticationFailed, RateLimited, ...
-    APITimeoutError              -> ModelTimeout
-    APIConnectionError           -> ConnectionFailed (StreamInterrupted once a stream is open)
-    APIError in a stream         -> by its error code: RateLimited, ProviderUnavailable, ModelError
-    undecodable data in a stream -> StreamInterrupted
-    anything else                -> ModelError
+    APIStatusError (4xx/5xx)       -> Endpoint.status_error: AuthenticationFailed, RateLimited, ...
+    APITimeoutError                -> ModelTimeout
+    APIConnectionError, transport  -> ConnectionFailed when the server was never reached;
+                                      StreamInterrupted once it was answering (a body or
+                                      stream cut off mid-way)
+    APIResponseValidationError     -> UnexpectedResponse
+    APIError in a stream           -> by its error code: RateLimited, ProviderUnavailable, ...
+    undecodable data in a stream   -> StreamInterrupted
+    anything else                  -> ModelError
 
-Every message is one line and passes through `redact` with the API key.
+Every message is one line, with the API key and the URL's credentials redacted.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import replace
-from datetime import UTC, datetime
 
+import httpx2
 import openai
 
-from fncore.core import (
+from fncore.adapter import (
     BadRequest,
-    ConnectionFailed,
+    Endpoint,
     ModelError,
-    ModelTimeout,
     ProviderUnavailable,
     RateLimited,
-    StreamInterrupted,
-    error_for_status,
-    redact,
-    retry_after_seconds,
 )
 
 PROVIDER = "openai"
 """The provider name carried by every error value this adapter returns."""
 
-_MAX_DETAIL = 300
-
-
-class NotExpressible(Exception):
-    """Raised inside request mapping when fncore's request has no OpenAI form."""
-
-
-def one_line(text: str, limit: int = _MAX_DETAIL) -> str:
-    """``text`` on one line, collapsed and shortened to ``limit`` characters.
-
-    Example:
-        >>> one_line("a  b ")
-        'a b'
-    """
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+ANSWERING = (httpx2.ReadError, httpx2.RemoteProtocolError)
+"""Transport errors raised once the server has the request: the answer broke off."""
 
 
 def _detail(body: object, fallback: str) -> str:
@@ -67,120 +51,44 @@ def _detail(body: object, fallback: str) -> str:
     return fallback
 
 
-def bad_request(message: str, api_key: str | None = None) -> BadRequest:
-    """A `BadRequest` for a request the adapter cannot send as it is."""
-    return BadRequest(
-        message=redact(one_line(f"{PROVIDER}: {message}"), api_key),
-        provider=PROVIDER,
-    )
-
-
-def interrupted(message: str, api_key: str | None = None) -> StreamInterrupted:
-    """A `StreamInterrupted` saying what went wrong with the stream."""
-    return StreamInterrupted(
-        message=redact(
-            one_line(f"{PROVIDER} stream interrupted: {message}; retry the request"), api_key
-        ),
-        provider=PROVIDER,
-    )
-
-
-def error_for_code(code: str | None, message: str, api_key: str | None = None) -> ModelError:
+def error_for_code(code: str | None, message: str, endpoint: Endpoint) -> ModelError:
     """The error value for an error reported inside a 200 answer, chosen by its code.
 
     Such errors come in a stream ``error`` event or a response whose status is ``failed``.
     """
-    text = redact(
-        one_line(f"{PROVIDER} reported an error ({code or 'no code'}): {message}"), api_key
-    )
+    text = endpoint.detail(f"{PROVIDER} reported an error ({code or 'no code'}): {message}")
     kind = (code or "").lower()
     if "rate_limit" in kind or "quota" in kind:
         return RateLimited(message=text, provider=PROVIDER)
     if kind in {"server_error", "overloaded_error", "internal_error", "service_unavailable"}:
         return ProviderUnavailable(message=text, provider=PROVIDER)
-    if kind.startswith("invalid") or kind in {"invalid_request_error", "context_length_exceeded"}:
+    if kind.startswith("invalid") or kind == "context_length_exceeded":
         return BadRequest(message=text, provider=PROVIDER)
     return ModelError(message=text, provider=PROVIDER)
 
 
-def map_exception(
-    exc: Exception,
-    *,
-    api_key: str | None,
-    base_url: str,
-    timeout: float | None,
-    in_stream: bool = False,
-) -> ModelError:
-    """The error value for ``exc``, raised by the SDK while calling ``base_url``.
+def map_exception(exc: Exception, endpoint: Endpoint, *, in_stream: bool = False) -> ModelError:
+    """The error value for ``exc``, raised by the SDK (or by decoding its data).
 
     Args:
-        exc: What the SDK (or decoding its data) raised.
-        api_key: The key to keep out of every message.
-        base_url: Where the client sends requests, named in connection errors.
-        timeout: The client's timeout in seconds, named in timeout errors.
+        exc: What was raised.
+        endpoint: Where the request went; builds the error values.
         in_stream: Whether the stream was already open: a lost connection or undecodable
-            data then means the stream was cut off.
+            data then means the answer was cut off.
 
     Returns:
-        The `ModelError` subclass the brief's mapping gives.
+        The `ModelError` subclass the table in this module's docstring gives.
     """
     if isinstance(exc, openai.APIStatusError):
-        headers = exc.response.headers
-        retry_after = retry_after_seconds(
-            headers.get("retry-after"), headers.get("retry-after-ms"), now=datetime.now(UTC)
-        )
-        detail = one_line(_detail(exc.body, exc.message))
-        err = error_for_status(exc.status_code, detail, provider=PROVIDER, retry_after=retry_after)
-        return _redacted(err, api_key)
-    if isinstance(exc, openai.APITimeoutError):
-        limit = f" within {timeout:g}s" if timeout else ""
-        return ModelTimeout(
-            message=redact(
-                f"{PROVIDER} did not answer{limit} at {base_url}; raise model.timeout or retry",
-                api_key,
-            ),
-            provider=PROVIDER,
-        )
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        reason = one_line(f"{type(cause).__name__}: {cause}") if cause else exc.message
-        if in_stream:
-            return interrupted(f"the connection was lost ({reason})", api_key)
-        return ConnectionFailed(
-            message=redact(
-                one_line(
-                    f"could not reach {PROVIDER} at {base_url} ({reason}); "
-                    "check model.base_url, the network and any proxy"
-                ),
-                api_key,
-            ),
-            provider=PROVIDER,
-        )
+        detail = _detail(exc.body, exc.message)
+        return endpoint.status_error(exc.status_code, detail, exc.response.headers)
+    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+        return endpoint.timed_out()
+    if isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
+        answering = in_stream or isinstance(exc.__cause__ or exc, ANSWERING)
+        return endpoint.connection_lost(exc, answering=answering)
     if isinstance(exc, openai.APIResponseValidationError):
-        return ModelError(
-            message=redact(
-                one_line(f"{PROVIDER} sent an unexpected answer: {exc.message}"), api_key
-            ),
-            provider=PROVIDER,
-            status=exc.status_code,
-        )
+        return endpoint.unexpected(exc.status_code, exc.response.content, exc.message)
     if isinstance(exc, openai.APIError):  # an error payload inside a stream
-        code = exc.code or exc.type
-        return error_for_code(code, _detail(exc.body, exc.message), api_key)
-    if in_stream and isinstance(exc, ValueError | TypeError | AttributeError | KeyError):
-        return interrupted(f"undecodable data ({type(exc).__name__}: {exc})", api_key)
-    return ModelError(
-        message=redact(
-            one_line(f"{PROVIDER} call failed: {type(exc).__name__}: {exc}; retry or report it"),
-            api_key,
-        ),
-        provider=PROVIDER,
-    )
-
-
-def _redacted(err: ModelError, api_key: str | None) -> ModelError:
-    """``err`` with the API key removed from its message (a no-op when absent)."""
-    message = redact(err.message, api_key)
-    if message == err.message:
-        return err
-    return replace(err, message=message)
+        return error_for_code(exc.code or exc.type, _detail(exc.body, exc.message), endpoint)
+    return endpoint.failed(exc, in_stream=in_stream)

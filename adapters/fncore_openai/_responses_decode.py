@@ -6,7 +6,8 @@ from typing import Any
 
 from openai.types.responses import Response
 
-from fncore.core import (
+from fncore.adapter import (
+    Endpoint,
     FinishReason,
     Message,
     ModelError,
@@ -88,21 +89,33 @@ def _finish(response: Response, has_calls: bool) -> FinishReason:
     return "tool_calls" if has_calls else "stop"
 
 
-def failure(response: Response, api_key: str | None) -> ModelError:
+def failure(response: Response, endpoint: Endpoint) -> ModelError:
     """The error value for a response whose status is ``failed``."""
     error = getattr(response, "error", None)
     code = getattr(error, "code", None)
     message = getattr(error, "message", None) or "the response failed without a message"
-    return error_for_code(code, message, api_key)
+    return error_for_code(code, message, endpoint)
 
 
 def decode_response(
-    response: Response, fallback_name: str, api_key: str | None
+    response: object, fallback_name: str, endpoint: Endpoint
 ) -> ModelResponse | ModelError:
-    """The `ModelResponse` for a whole response, or the error a failed one reports."""
+    """The `ModelResponse` for a whole response, or the error a failed one reports.
+
+    Raises:
+        ValueError: if ``response`` is not a Responses answer, a JSON object with an
+            ``output`` list (an HTML page, ``{}``, an error object sent with status 200).
+    """
+    if not isinstance(response, Response):  # the SDK gives a non-JSON body as text
+        msg = f"a Responses answer is a JSON object, not {type(response).__name__}"
+        raise ValueError(msg)
     if getattr(response, "status", None) == "failed":
-        return failure(response, api_key)
-    parts = _parts(list(getattr(response, "output", None) or ()))
+        return failure(response, endpoint)
+    output = getattr(response, "output", None)  # the SDK does not check its fields
+    if not isinstance(output, list):
+        msg = "the answer holds no output list"
+        raise ValueError(msg)
+    parts = _parts(output)
     calls = any(type(p) is ToolCallPart for p in parts)
     return ModelResponse(
         Message("assistant", tuple(parts)),
@@ -113,13 +126,17 @@ def decode_response(
 
 
 class ResponsesStreamDecoder:
-    """Turns stream events into deltas; the terminal event gives the final item."""
+    """Turns stream events into deltas; the terminal event gives the final item.
 
-    __slots__ = ("_api_key", "_calls", "_model", "_started", "result")
+    A `fncore.adapter.StreamDecoder`: `done` once a terminal event (``response.completed``,
+    ``response.incomplete``, ``response.failed``, ``error``) arrived; later events are not read.
+    """
 
-    def __init__(self, fallback_name: str, api_key: str | None) -> None:
+    __slots__ = ("_calls", "_endpoint", "_model", "_started", "result")
+
+    def __init__(self, fallback_name: str, endpoint: Endpoint) -> None:
         self._model = fallback_name
-        self._api_key = api_key
+        self._endpoint = endpoint
         self._calls: dict[str, str] = {}
         """Item id (and ``#output_index``) -> call id of the function calls started."""
         self._started = 0
@@ -155,8 +172,20 @@ class ResponsesStreamDecoder:
             return self._terminal(event.response)
         if kind == "error":
             code = getattr(event, "code", None)
-            self.result = error_for_code(code, getattr(event, "message", ""), self._api_key)
+            self.result = error_for_code(code, getattr(event, "message", ""), self._endpoint)
         return []
+
+    @property
+    def done(self) -> bool:
+        """Whether a terminal event arrived."""
+        return self.result is not None
+
+    def finish(self) -> tuple[list[StreamDelta], ModelResponse | ModelError]:
+        """The terminal event's response or error; `StreamInterrupted` if none came."""
+        if self.result is None:
+            reason = "the stream ended before response.completed"
+            return [], self._endpoint.interrupted(reason)
+        return [], self.result
 
     def _item_added(self, event: Any) -> list[StreamDelta]:
         """Start a function call, with the id `decode_response` gives it in the final output."""
@@ -175,7 +204,7 @@ class ResponsesStreamDecoder:
         return out
 
     def _terminal(self, response: Response) -> list[StreamDelta]:
-        result = decode_response(response, self._model, self._api_key)
+        result = decode_response(response, self._model, self._endpoint)
         self.result = result
         if isinstance(result, ModelError):
             return []

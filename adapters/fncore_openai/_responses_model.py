@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, final
 
 from openai import AsyncOpenAI, AsyncStream
-from openai.types.responses import Response, ResponseStreamEvent
-from returns.result import Failure, Result, Success
+from openai.types.responses import ResponseStreamEvent
 
-from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem
+from fncore.adapter import ApiKey, ModelError, ModelRequest, ModelResponse
 from fncore_openai._base import OpenAIModelBase
-from fncore_openai._errors import interrupted
 from fncore_openai._responses_decode import ResponsesStreamDecoder, decode_response
 from fncore_openai._responses_request import responses_arguments
 
 
-class OpenAIResponsesModel(OpenAIModelBase):
+@final
+class OpenAIResponsesModel(OpenAIModelBase[ResponseStreamEvent]):
     """A model behind the OpenAI Responses API (``/v1/responses``).
 
     Stateless by default (``store=False``): every request carries the whole conversation,
@@ -36,7 +34,7 @@ class OpenAIResponsesModel(OpenAIModelBase):
         model: str,
         *,
         client: AsyncOpenAI | None = None,
-        api_key: str | None = None,
+        api_key: ApiKey = None,
         base_url: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
@@ -49,7 +47,8 @@ class OpenAIResponsesModel(OpenAIModelBase):
             model: The model name (``gpt-4.1``, ``o4-mini``).
             client: An ``AsyncOpenAI`` client to use as it is (the next four arguments are
                 then ignored).
-            api_key: The API key; ``None`` reads ``OPENAI_API_KEY``.
+            api_key: The API key, as text or a `pydantic.SecretStr`; ``None`` reads
+                ``OPENAI_API_KEY``. It is unwrapped only to build the client.
             base_url: The API root, ending in ``/v1``; ``None`` means OpenAI.
             timeout: Seconds to wait for an answer.
             max_retries: The SDK's own retries of failed connections, 408, 409, 429 and 5xx
@@ -82,43 +81,18 @@ class OpenAIResponsesModel(OpenAIModelBase):
             create=self._client.responses.create,
         )
 
-    async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
-        """Send ``request`` and return the whole response, or the error."""
-        kwargs = self._prepared(request)
-        if isinstance(kwargs, ModelError):
-            return Failure(kwargs)
+    async def _answer(self, arguments: dict[str, Any]) -> ModelResponse | ModelError:
+        raw = await self._client.responses.with_raw_response.create(**arguments)
         try:
-            response: Response = await self._client.responses.create(**kwargs)
-            result = decode_response(response, self._model, self._secret)
-        except Exception as exc:
-            return Failure(self._error(exc))
-        return Failure(result) if isinstance(result, ModelError) else Success(result)
+            return decode_response(raw.parse(), self._model, self._endpoint)
+        except Exception as exc:  # not JSON, or not a Responses answer
+            return self._endpoint.unexpected(raw.status_code, raw.content, exc)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
-        """Send ``request`` streamed: yield deltas, then the response (or an error)."""
-        kwargs = self._prepared(request)
-        if isinstance(kwargs, ModelError):
-            yield kwargs
-            return
-        try:
-            events: AsyncStream[ResponseStreamEvent] = await self._client.responses.create(
-                stream=True, **kwargs
-            )
-        except Exception as exc:
-            yield self._error(exc)
-            return
-        decoder = ResponsesStreamDecoder(self._model, self._secret)
-        try:
-            async for event in events:
-                if decoder.result is None:  # anything after the terminal event is ignored
-                    for delta in decoder.feed(event):
-                        yield delta
-        except Exception as exc:
-            yield self._error(exc, in_stream=True)
-            return
-        finally:
-            await events.close()
-        if decoder.result is None:
-            yield interrupted("the stream ended before response.completed", self._secret)
-            return
-        yield decoder.result
+    async def _open_stream(self, arguments: dict[str, Any]) -> AsyncStream[ResponseStreamEvent]:
+        events: AsyncStream[ResponseStreamEvent] = await self._client.responses.create(
+            **arguments, stream=True
+        )
+        return events
+
+    def _decoder(self) -> ResponsesStreamDecoder:
+        return ResponsesStreamDecoder(self._model, self._endpoint)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fncore.core import (
+from fncore.adapter import (
     DataPart,
     Message,
     ModelRequest,
+    NotExpressible,
     ReasoningPart,
     RequireTool,
     TextPart,
@@ -17,7 +18,6 @@ from fncore.core import (
     ToolSpec,
 )
 from fncore_openai._common import apply_extra, data_url, file_name, strict_parameters, unsupported
-from fncore_openai._errors import NotExpressible
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """The ``include`` value that returns reasoning as encrypted content to send back."""

@@ -8,13 +8,17 @@ an expected outcome. Every error says what failed, where, and what to do about i
     ├── ModelError                  the model call failed
     │   ├── AuthenticationFailed    401: the API key is missing, wrong or revoked
     │   ├── PermissionDenied        403: the key may not use this model or feature
-    │   ├── BadRequest              400/413/422: the provider rejected the request itself
+    │   ├── BadRequest              400, 409, 413, 422 and every other 4xx not listed here:
+    │   │                           the provider rejected the request itself
     │   ├── ModelNotFound           404: no such model (or endpoint: check the base URL)
     │   ├── RateLimited             429: too many requests; carries ``retry_after``
-    │   ├── ProviderUnavailable     5xx, 529: overloaded or failing; worth retrying
+    │   ├── ProviderUnavailable     408, 5xx, 529: overloaded or failing; worth retrying
     │   ├── ModelTimeout            no answer in time
     │   ├── ConnectionFailed        the server could not be reached
-    │   └── StreamInterrupted       the stream was cut off or could not be decoded
+    │   ├── StreamInterrupted       the answer (streamed or not) was cut off, or a stream
+    │   │                           could not be decoded
+    │   └── UnexpectedResponse      a 2xx answer whose body is not the API's (an HTML page,
+    │                               ``{}``, an error object): check the base URL
     ├── LoopError                   the agent loop stopped; carries the transcript so far
     │   ├── MaxIterationsReached    every allowed round ended in tool calls
     │   ├── TooManyToolErrors       too many rounds in a row had a failing tool call
@@ -104,7 +108,10 @@ class PermissionDenied(ModelError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BadRequest(ModelError):
-    """The provider rejected the request (400, 413, 422): its message says which field."""
+    """The provider rejected the request (400, 409, 413, 422, or another 4xx without a type).
+
+    Its message says which field or what to change.
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,7 +130,7 @@ class RateLimited(ModelError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderUnavailable(ModelError):
-    """The provider is overloaded or failing (5xx, 529); retrying later may work."""
+    """The provider is overloaded or failing (408, 5xx, 529); retrying later may work."""
 
     retryable: bool = True
 
@@ -144,9 +151,23 @@ class ConnectionFailed(ModelError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamInterrupted(ModelError):
-    """The response stream ended early or held something that could not be decoded."""
+    """The answer was cut off, or a stream held something that could not be decoded.
+
+    Cut off: a stream ended before its last event, or the connection closed mid-answer,
+    streamed or not.
+    """
 
     retryable: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnexpectedResponse(ModelError):
+    """The provider answered 2xx with a body that is not the API's answer.
+
+    An HTML page (a proxy, a login portal), ``{}``, or an error object sent with status 200:
+    ``status`` is the HTTP status and the message quotes the start of the body. Usually
+    ``base_url`` points at something other than the provider's API.
+    """
 
 
 def retry_after_seconds(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-
 import pytest
+from adapters_common import failure
 from anthropic_fixtures import fake_provider_fixture, make_model_fixture, shared_server_fixture  # noqa: F401
 from anthropic_wire import (
     KEY,
@@ -39,15 +37,7 @@ def error_body(kind: str, message: str) -> dict[str, object]:
 
 async def failure_of(make_model: MakeModel, stream: bool, url: str | None = None) -> ModelError:
     """The error of one request (or the last item of one stream)."""
-    m = make_model(url)
-    if stream:
-        _, last = await collect(m, REQUEST)
-        assert isinstance(last, ModelError), last
-        return last
-    result = await m.request(REQUEST)
-    assert isinstance(result, Failure), result
-    error: ModelError = result.failure()
-    return error
+    return await failure(make_model(url), stream)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["request", "stream"])
@@ -127,15 +117,6 @@ async def test_connection_refused(make_model: MakeModel, stream: bool) -> None:
     assert "base_url" in error.message
 
 
-@pytest.fixture
-def silent_server() -> Iterator[str]:
-    """A server that accepts connections and never answers."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["request", "stream"])
 async def test_timeout(make_model: MakeModel, silent_server: str, stream: bool) -> None:
     """No answer within the timeout gives ModelTimeout."""
@@ -148,13 +129,3 @@ async def test_timeout(make_model: MakeModel, silent_server: str, stream: bool) 
         error = result.failure()
     assert isinstance(error, ModelTimeout)
     assert "model.timeout" in error.message
-
-
-async def test_malformed_json_body_is_model_error(
-    fake_provider: FakeProvider, make_model: MakeModel
-) -> None:
-    """A 200 answer that is not JSON is a ModelError value, not an exception."""
-    fake_provider.reply(Reply(200, b"<html>not json</html>"))
-    error = await failure_of(make_model, stream=False)
-    assert type(error) is ModelError
-    assert error.provider == "anthropic"
