@@ -192,3 +192,21 @@ def test_unreachable_server_is_one_line_and_exit_1(
     assert last.startswith("fncore: error:")
     assert "connect" in last.lower()
     assert KEY not in err
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai-responses", "anthropic"])
+def test_credentials_in_the_base_url_never_reach_stderr(
+    kind: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """User info and key-like query values of --base-url are redacted in the error line."""
+    monkeypatch.setenv("FNCORE_MODEL__API_KEY", KEY)
+    monkeypatch.setenv("FNCORE_MODEL__MAX_RETRIES", "0")
+    suffix = "" if kind == "anthropic" else "/v1"
+    url = f"http://alice:hunter2pw@127.0.0.1:{free_port()}{suffix}?api_key=query-secret-77"
+    assert main(["run", "--provider", kind, "--base-url", url, PROMPT]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("fncore: error:")
+    for secret in ("hunter2pw", "query-secret-77", KEY):
+        assert secret not in err
