@@ -1,5 +1,7 @@
 """The public surface is deliberate: these names, and no others, are exported."""
 
+import importlib.metadata
+
 import fncore
 import fncore.testing
 
@@ -21,7 +23,7 @@ FNCORE = {
     "ToolEnd", "ToolResult", "ToolResultPart", "ToolResultReady", "ToolSpec", "ToolStart",
     "UnknownToolCalled", "Usage", "UsageReported", "current_metadata", "current_run",
     "default_registry", "hook", "load_container", "on", "recover", "tool", "tool_source",
-    "Provide", "Provider", "list_provider",
+    "Provide", "Provider", "list_provider", "__version__",
 }  # fmt: skip
 
 TESTING = {
@@ -46,3 +48,8 @@ def test_testing_exports_exactly_the_offline_models() -> None:
     """`fncore.testing.__all__` is pinned too."""
     assert set(fncore.testing.__all__) == TESTING
     assert all(hasattr(fncore.testing, name) for name in fncore.testing.__all__)
+
+
+def test_version_is_the_installed_distribution_version() -> None:
+    """`fncore.__version__` is read from the package metadata, not written by hand."""
+    assert fncore.__version__ == importlib.metadata.version("fncore")
