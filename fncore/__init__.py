@@ -4,6 +4,8 @@ Middleware are plain async functions registered with decorators; a pure core fol
 into handlers that return ``Result`` values; provider adapters plug in at the edges.
 """
 
+from importlib.metadata import version as _distribution_version
+
 from fncore._public import publish
 from fncore.container import ConfigError, Container, load_container
 from fncore.core import (
@@ -105,6 +107,8 @@ from fncore.runtime import (
     list_provider,
 )
 
+__version__ = _distribution_version("fncore")
+
 __all__ = [
     "Agent",
     "AgentError",
@@ -193,6 +197,7 @@ __all__ = [
     "UnknownToolCalled",
     "Usage",
     "UsageReported",
+    "__version__",
     "current_metadata",
     "current_run",
     "default_registry",

@@ -1,5 +1,6 @@
 """The public surface is deliberate: these names, and no others, are exported."""
 
+import importlib.metadata
 import inspect
 
 import fncore
@@ -24,7 +25,7 @@ FNCORE = {
     "ToolEnd", "ToolResult", "ToolResultPart", "ToolResultReady", "ToolSpec", "ToolStart",
     "UnexpectedResponse", "UnknownToolCalled", "Usage", "UsageReported", "current_metadata",
     "current_run", "default_registry", "hook", "load_container", "on", "recover", "tool",
-    "tool_source", "Provide", "Provider", "list_provider",
+    "tool_source", "Provide", "Provider", "list_provider", "__version__",
 }  # fmt: skip
 
 TESTING = {
@@ -84,3 +85,8 @@ def test_adapter_objects_show_the_public_module() -> None:
     assert fncore.adapter.Endpoint.__module__ == "fncore.adapter"
     assert fncore.adapter.ProviderModel.__module__ == "fncore.adapter"
     assert fncore.adapter.redact_url.__module__ == "fncore.adapter"
+
+
+def test_version_is_the_installed_distribution_version() -> None:
+    """`fncore.__version__` is read from the package metadata, not written by hand."""
+    assert fncore.__version__ == importlib.metadata.version("fncore")
