@@ -1,6 +1,11 @@
 """The functional core: data types, outcomes, the fold, ordering and the loop's decisions.
 
 Pure: no I/O, no SDK, no container, no clock, no event loop.
+
+This package is internal: its names and modules may change in any release. Applications
+import from `fncore` (and `fncore.testing`, `fncore.settings`, `fncore.container`);
+model adapters import from `fncore.adapter`; an import-linter contract keeps fncore's own
+adapters off this package.
 """
 
 from fncore.core._contexts import (
