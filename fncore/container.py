@@ -21,6 +21,7 @@ from fncore.core import Model, ModelSettings, RegistrationError, Registry, Tool,
 from fncore.core._loop import LoopSettings
 from fncore.core._registry import default_registry
 from fncore.core._tools import ToolFunction
+from fncore.middleware import build_middleware
 from fncore.runtime import Agent, InMemorySessionStore, SessionStore
 from fncore.settings import ConfigError, ModelConfig, load_settings
 from fncore.testing import TestModel
@@ -28,6 +29,7 @@ from fncore.testing import TestModel
 logger = logging.getLogger("fncore")
 
 _C = TypeVar("_C", bound="Container")
+_T = TypeVar("_T")
 
 PLUGIN_GROUP = "fncore.plugins"
 """Entry-point group of plugin factories: ``factory(config) -> Registry | None``."""
@@ -62,6 +64,11 @@ class Owned:
         """Close ``item`` (if it has ``aclose``) when the container shuts down."""
         if getattr(item, "aclose", None) is not None:
             self._items.append(item)
+
+    def keep(self, item: _T) -> _T:
+        """`add` ``item`` and return it."""
+        self.add(item)
+        return item
 
     async def close(self) -> None:
         """Close everything added, last first."""
@@ -167,18 +174,58 @@ def _plugin(name: str, optional: bool, config: Mapping[str, Any]) -> Registry | 
     raise RegistrationError(msg)
 
 
-def _registry(base: Registry, config: Mapping[str, Any]) -> Registry:
-    """``base`` plus the registries of the plugins ``plugins.allow`` names, in that order.
+def _preset_model(
+    name: str, config: Mapping[str, Any], owned: Owned, built: dict[str, Model]
+) -> Model:
+    """The model the preset ``[models.<name>]`` describes (its ``kind`` defaults to ``name``).
 
-    Only allowed plugins are looked up and imported: a plugin that is installed but not
-    allowed never runs any code.
+    Built once per container and closed with it.
+
+    Raises:
+        ConfigError: if no preset has that name and it is not a model kind either.
+    """
+    if name in built:
+        return built[name]
+    presets = config.get("models") or {}
+    preset = dict(presets.get(name) or {})
+    kind = str(preset.get("kind", name))
+    if name not in presets and kind not in MODEL_KINDS and kind != "test":
+        known = ", ".join(sorted(presets)) or "none"
+        msg = f"no model preset {name!r} (presets: {known}); add [models.{name}] with its kind"
+        raise ConfigError(msg)
+    section = ModelConfig.model_validate({**preset, "kind": kind}).model_dump()
+    model = _test_model(section) if kind == "test" else _provider_model(kind, section, owned)
+    built[name] = model
+    return model
+
+
+def _configured(config: Mapping[str, Any], owned: Owned) -> Registry:
+    """The ``[[middleware]]`` entries as one registry, in order (preset names resolved)."""
+    entries = config.get("middleware") or []
+    built: dict[str, Model] = {}
+
+    def resolve(name: str) -> Model:
+        return _preset_model(name, config, owned, built)
+
+    return build_middleware(entries, resolve)
+
+
+def _registry(
+    base: Registry, config: Mapping[str, Any], configured: Registry, owned: Owned
+) -> Registry:
+    """The configured middleware, then ``base``, then the plugins ``plugins.allow`` names.
+
+    The configured middleware come first, so they wrap the application's (tracing and
+    limits outermost). Only allowed plugins are looked up and imported: a plugin that is
+    installed but not allowed never runs any code.
     """
     plugins = config.get("plugins") or {}
     allow: list[str] = list(plugins.get("allow") or [])
-    if not allow:
+    if not (allow or configured.middleware or configured.hooks or configured.resources):
         return base
     optional = set(plugins.get("optional") or [])
-    combined = Registry()
+    combined = owned.keep(Registry())
+    combined.include(configured)
     combined.include(base)
     for name in allow:
         contributed = _plugin(name, name in optional, config)
@@ -282,10 +329,17 @@ class Container(containers.DeclarativeContainer, _Composition):
     )
     """The model, selected by ``model.kind``."""
 
+    middleware: providers.Provider[Registry] = providers.Singleton(_configured, config, owned)
+    """The ``[[middleware]]`` entries, built: the first is the outermost."""
+
     registry: providers.Provider[Registry] = providers.Singleton(
-        _registry, base=providers.Object(default_registry), config=config
+        _registry,
+        base=providers.Object(default_registry),
+        config=config,
+        configured=middleware,
+        owned=owned,
     )
-    """The registry: the default one plus allowed plugins."""
+    """The registry: the configured middleware, the default registry, the allowed plugins."""
 
     loop_settings: providers.Provider[LoopSettings] = providers.Singleton(
         _loop_settings, config.loop

@@ -90,6 +90,16 @@ class AgentConfig(BaseModel):
     """The base system prompt, before ``system_prompt`` transformers."""
 
 
+class MiddlewareEntry(BaseModel):
+    """One ``[[middleware]]`` entry: a built-in (or your factory) and its parameters."""
+
+    model_config = ConfigDict(extra="allow")
+
+    use: str
+    """A built-in's name (``retry``) or ``package.module:factory``; the other keys are the
+    factory's parameters, checked against its signature when the container builds it."""
+
+
 class PluginsConfig(BaseModel):
     """The ``[plugins]`` section: which installed plugins may load."""
 
@@ -146,8 +156,12 @@ class Settings(BaseSettings):
     model: ModelConfig = ModelConfig()
     """Which model to build."""
     models: dict[str, dict[str, Any]] = {}
-    """Presets by model kind: ``[models.anthropic] name = "..."``. The preset of the selected
-    kind fills every ``[model]`` key no source set, so one file serves every provider."""
+    """Model presets by name: ``[models.anthropic] name = "..."``. The preset named like the
+    selected kind fills every ``[model]`` key no source set, so one file serves every
+    provider; any preset (with its own ``kind``, which defaults to its name) can be named
+    where a built-in takes models, such as ``fallback``."""
+    middleware: list[MiddlewareEntry] = []
+    """Built-in (or your own) middleware, in order: the first entry is the outermost."""
     loop: LoopSettings = LoopSettings()
     """The agent loop's limits and timeouts."""
     agent: AgentConfig = AgentConfig()

@@ -4,6 +4,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from engines import flush, redis_server
 from fake_provider import FakeProvider
 
 # Checked by mypy in CI (tests/typing/check_expected_errors.py), not run by pytest:
@@ -25,3 +26,17 @@ def silent_server() -> Iterator[str]:
         server.bind(("127.0.0.1", 0))
         server.listen(8)
         yield f"http://127.0.0.1:{server.getsockname()[1]}"
+
+
+@pytest.fixture(scope="session")
+def redis_server_url() -> Iterator[str]:
+    """A real redis-server on a free 127.0.0.1 port, for the whole test session."""
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_url(redis_server_url: str) -> str:
+    """The URL of the session's redis-server, emptied for this test."""
+    flush(redis_server_url)
+    return redis_server_url

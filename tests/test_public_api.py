@@ -9,6 +9,8 @@ import fncore.testing
 
 FNCORE = {
     "Agent", "AgentError", "AuthenticationFailed", "BadRequest", "ConnectionFailed",
+    "BudgetExceeded", "CallLimitExceeded", "DeadlineExceeded", "LimitExceeded",
+    "RateLimitExceeded",
     "ModelNotFound", "ModelTimeout", "PermissionDenied", "ProviderUnavailable", "RateLimited",
     "StreamInterrupted", "Compaction", "CompressContext", "CompressNext", "ConfigError",
     "Container", "DataPart", "ErrorRaised", "Halt", "InMemorySessionStore", "InvalidHistory",

@@ -25,8 +25,13 @@ an expected outcome. Every error says what failed, where, and what to do about i
     │   └── UnknownToolCalled       the model called a tool that does not exist
     │                               (only with ``terminate_on_unknown_calls=True``)
     ├── InvalidHistory              the messages break the tool-call/result pairing
-    └── SessionError                the session store failed; the session is unchanged
-        └── SessionConflict         another run committed to the session first
+    ├── SessionError                the session store failed; the session is unchanged
+    │   └── SessionConflict         another run committed to the session first
+    └── LimitExceeded               a configured limit stopped the run (built-in middleware)
+        ├── CallLimitExceeded       too many model or tool calls (``limit_calls``)
+        ├── BudgetExceeded          the token or cost budget is spent (``budget``)
+        ├── RateLimitExceeded       no capacity within the longest wait (``rate_limit``)
+        └── DeadlineExceeded        the reply's deadline passed (``timeout``)
 
 Registration mistakes are not values: they raise `RegistrationError` when the stack is built,
 because they are programming errors to fix before anything runs.
@@ -306,6 +311,50 @@ class SessionConflict(SessionError):
 
     version: int = 0
     """The version this run loaded, which is no longer the current one."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitExceeded(AgentError):
+    """A limit set by configuration or middleware stopped the run."""
+
+    limit: str = ""
+    """Which limit, as configured (``model_calls``, ``tokens_per_minute``, ...)."""
+    scope: Literal["reply", "session", "shared", ""] = ""
+    """Where it is counted: this reply, this session, or a store shared across runs."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallLimitExceeded(LimitExceeded):
+    """More model or tool calls than ``limit_calls`` allows (with ``exit="error"``)."""
+
+    allowed: int = 0
+    """How many calls the limit allows."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetExceeded(LimitExceeded):
+    """The token or cost budget is spent (``budget`` with ``exit="error"``)."""
+
+    spent: float = 0.0
+    """What was spent when the limit was reached (weighted tokens, or money)."""
+    allowed: float = 0.0
+    """The budget."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimitExceeded(LimitExceeded):
+    """No capacity within ``rate_limit``'s longest wait; try again later."""
+
+    retry_after: float | None = None
+    """Seconds until capacity is expected, if known."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeadlineExceeded(LimitExceeded):
+    """The deadline of the whole reply passed (``timeout``)."""
+
+    seconds: float = 0.0
+    """The deadline, in seconds."""
 
 
 class RegistrationError(Exception):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from fncore.core._errors import RegistrationError
 from fncore.core._registry import Registration
@@ -32,6 +33,7 @@ def order_layers(layers: Sequence[Registration]) -> tuple[Registration, ...]:
         ['b', 'a']
     """
     index = {reg.name: i for i, reg in enumerate(layers)}
+    layers = [_known_hints(reg, index) if reg.soft else reg for reg in layers]
     rank = sorted(range(len(layers)), key=lambda i: (_GROUP[layers[i].order], i))
     priority = {i: p for p, i in enumerate(rank)}
     edges: dict[int, set[int]] = {i: set() for i in range(len(layers))}
@@ -72,6 +74,15 @@ def order_layers(layers: Sequence[Registration]) -> tuple[Registration, ...]:
     if len(out) < len(layers):
         raise RegistrationError(_cycle_message(layers, edges, set(out)))
     return tuple(layers[i] for i in out)
+
+
+def _known_hints(reg: Registration, index: Mapping[str, int]) -> Registration:
+    """``reg`` without the hints that name middleware not registered at its position."""
+    return replace(
+        reg,
+        before=tuple(n for n in reg.before if n in index),
+        after=tuple(n for n in reg.after if n in index),
+    )
 
 
 def _wanted_places(

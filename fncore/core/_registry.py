@@ -54,6 +54,7 @@ _ToolEndH = TypeVar("_ToolEndH", bound=ToolEndHook)
 _CompactionH = TypeVar("_CompactionH", bound=CompactionHook)
 _ErrorH = TypeVar("_ErrorH", bound=ErrorHook)
 _Fn = TypeVar("_Fn", bound=Callable[..., object])
+_R = TypeVar("_R")
 _Source = TypeVar("_Source", bound=Callable[[], Iterable[Tool | ToolFunction]])
 
 AnyFunction: TypeAlias = Callable[..., Any]
@@ -78,6 +79,9 @@ class Registration:
     """Names of middleware it must be inside of (run after)."""
     tools: tuple[str, ...] | None = None
     """For ``tool_call``: only these tools pass through it (``None``: all)."""
+    soft: bool = False
+    """Whether ``before``/``after`` may name middleware that are not registered (such hints
+    are dropped): how built-ins declare their place among the others, whichever are there."""
 
 
 @final
@@ -168,13 +172,14 @@ class Registry:
         ['log']
     """
 
-    __slots__ = ("_hooks", "_middleware", "_sources", "_tools")
+    __slots__ = ("_hooks", "_middleware", "_resources", "_sources", "_tools")
 
     def __init__(self) -> None:
         self._middleware: list[Registration] = []
         self._hooks: list[HookRegistration] = []
         self._tools: list[Tool] = []
         self._sources: list[ToolSourceRegistration] = []
+        self._resources: list[Any] = []
 
     @property
     def middleware(self) -> tuple[Registration, ...]:
@@ -196,6 +201,27 @@ class Registry:
         """Every tool source."""
         return tuple(self._sources)
 
+    @property
+    def resources(self) -> tuple[Any, ...]:
+        """What the registry owns and closes in `aclose`."""
+        return tuple(self._resources)
+
+    def own(self, resource: _R) -> _R:
+        """Record ``resource`` (anything with ``aclose()``) as the registry's to close.
+
+        Middleware that hold connections (a store on Redis, say) register them here;
+        ``await registry.aclose()`` closes them, and a container closes the registries it
+        built when it shuts down.
+        """
+        self._resources.append(resource)
+        return resource
+
+    async def aclose(self) -> None:
+        """Close the resources the registry owns (and those of registries it included)."""
+        resources, self._resources = self._resources, []
+        for resource in reversed(resources):
+            await resource.aclose()
+
     @overload
     def on(
         self,
@@ -205,6 +231,7 @@ class Registry:
         order: Order | None = None,
         before: Names = (),
         after: Names = (),
+        soft: bool = False,
     ) -> Callable[[_Run], _Run]: ...
     @overload
     def on(
@@ -215,6 +242,7 @@ class Registry:
         order: Order | None = None,
         before: Names = (),
         after: Names = (),
+        soft: bool = False,
     ) -> Callable[[_Reasoning], _Reasoning]: ...
     @overload
     def on(
@@ -225,6 +253,7 @@ class Registry:
         order: Order | None = None,
         before: Names = (),
         after: Names = (),
+        soft: bool = False,
     ) -> Callable[[_ModelCall], _ModelCall]: ...
     @overload
     def on(
@@ -236,6 +265,7 @@ class Registry:
         before: Names = (),
         after: Names = (),
         tools: Names | None = None,
+        soft: bool = False,
     ) -> Callable[[_ToolCall], _ToolCall]: ...
     @overload
     def on(
@@ -246,6 +276,7 @@ class Registry:
         order: Order | None = None,
         before: Names = (),
         after: Names = (),
+        soft: bool = False,
     ) -> Callable[[_Compress], _Compress]: ...
     @overload
     def on(
@@ -256,6 +287,7 @@ class Registry:
         order: Order | None = None,
         before: Names = (),
         after: Names = (),
+        soft: bool = False,
     ) -> Callable[[_SystemPrompt], _SystemPrompt]: ...
     def on(
         self,
@@ -266,6 +298,7 @@ class Registry:
         before: Names = (),
         after: Names = (),
         tools: Names | None = None,
+        soft: bool = False,
     ) -> Callable[[_Fn], _Fn]:
         """Register the decorated async function as middleware at ``position``.
 
@@ -277,6 +310,8 @@ class Registry:
             before: Names it must run before (sit outside of).
             after: Names it must run after (sit inside of).
             tools: For ``tool_call`` only: the tool names it applies to.
+            soft: ``before``/``after`` may name middleware that are not registered; those
+                hints are dropped instead of failing the build.
 
         Raises:
             RegistrationError: for an unknown position, a wrong signature, a duplicate name,
@@ -316,6 +351,7 @@ class Registry:
                 tuple(before),
                 tuple(after),
                 None if tools is None else tuple(tools),
+                soft,
             )
             self.add(reg)
             return fn
@@ -463,6 +499,7 @@ class Registry:
         self._hooks.extend(other._hooks)
         self._tools.extend(other._tools)
         self._sources.extend(other._sources)
+        self._resources.extend(other._resources)
 
 
 def tool_functions(tools: Iterable[Tool | ToolFunction]) -> tuple[Tool, ...]:

@@ -1,0 +1,18 @@
+"""Built-in middleware: batteries for production agents.
+
+Each built-in is a factory returning a `fncore.Registry`: one line in code,
+``registry.include(retry(max_attempts=4))``, or one block in configuration::
+
+    [[middleware]]
+    use = "retry"
+    max_attempts = 4
+
+Every built-in loads with ``use`` alone and its documented defaults, declares its place in
+the onion (see "Ordering the built-ins"), and keeps no per-run state on itself: counters live
+in the reply's or the session's state, shared state in a store chosen by URL.
+"""
+
+from fncore.middleware._config import BUILTINS, build_middleware, load_factory
+from fncore.middleware._place import ORDER, place
+
+__all__ = ["BUILTINS", "ORDER", "build_middleware", "load_factory", "place"]

@@ -1,0 +1,161 @@
+"""Middleware from configuration: ``[[middleware]]`` entries turned into registries.
+
+Each entry names a built-in (``use = "retry"``) or a factory of your own
+(``use = "package.module:factory"``); its other keys are the factory's keyword arguments,
+validated against the factory's signature before it is called. The entries are included in
+order, so the first is the outermost, and each built-in's declared place (its soft ordering
+hints) still applies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ConfigDict, ValidationError, create_model
+
+from fncore.core import Model, RegistrationError, Registry
+from fncore.settings import ConfigError
+
+BUILTINS: dict[str, str] = {
+    "trace": "fncore.middleware.trace:trace",
+    "retry": "fncore.middleware.retry:retry",
+    "retry_tools": "fncore.middleware.retry:retry_tools",
+    "fallback": "fncore.middleware.fallback:fallback",
+    "limit_calls": "fncore.middleware.limit_calls:limit_calls",
+    "budget": "fncore.middleware.budget:budget",
+    "rate_limit": "fncore.middleware.rate_limit:rate_limit",
+    "cache": "fncore.middleware.cache:cache",
+    "timeout": "fncore.middleware.timeout:timeout",
+}
+"""The built-ins by configuration name: where each factory lives (imported when used)."""
+
+MiddlewareFactory = Callable[..., Registry]
+"""A middleware factory: keyword arguments in, a `Registry` out."""
+
+ModelResolver = Callable[[str], Model]
+"""Builds the model a configuration string names (a preset under ``[models.<name>]``)."""
+
+
+def load_factory(use: str) -> MiddlewareFactory:
+    """The factory ``use`` names: a built-in's name or ``package.module:factory``.
+
+    Raises:
+        ConfigError: for an unknown built-in, a module that cannot be imported, or a name
+            that is not a callable.
+    """
+    target = BUILTINS.get(use)
+    if target is None:
+        if ":" not in use:
+            known = ", ".join(sorted(BUILTINS))
+            msg = (
+                f"unknown built-in {use!r} (built-ins: {known}); for your own, "
+                "write use = 'package.module:factory'"
+            )
+            raise ConfigError(msg)
+        target = use
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        msg = f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        raise ConfigError(msg) from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        msg = f"{target!r} is not a function in {module_name!r}"
+        raise ConfigError(msg)
+    return factory  # type: ignore[no-any-return]
+
+
+def _mentions_model(hint: Any) -> bool:
+    if hint is Model:
+        return True
+    return any(_mentions_model(arg) for arg in typing.get_args(hint))
+
+
+def _with_models(
+    factory: MiddlewareFactory,
+    hints: Mapping[str, Any],
+    params: dict[str, Any],
+    resolve_model: ModelResolver,
+) -> dict[str, Any]:
+    """``params`` with preset names turned into models where the factory takes models."""
+    out = dict(params)
+    for name, value in params.items():
+        if not _mentions_model(hints.get(name)):
+            continue
+        if isinstance(value, str):
+            out[name] = resolve_model(value)
+        elif isinstance(value, list):
+            out[name] = [resolve_model(v) if isinstance(v, str) else v for v in value]
+    return out
+
+
+def _validated(factory: MiddlewareFactory, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` checked and coerced against the factory's keyword parameters."""
+    signature = inspect.signature(factory)
+    hints = typing.get_type_hints(factory)
+    fields: dict[str, Any] = {}
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    checker = create_model(
+        f"{getattr(factory, '__name__', 'factory')}_parameters",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
+    try:
+        checked = checker.model_validate(params)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        key = ".".join(str(part) for part in error["loc"])
+        problem = (
+            "unknown parameter"
+            if error["type"] == "extra_forbidden"
+            else error["msg"].removeprefix("Value error, ")
+        )
+        names = ", ".join(fields) or "none"
+        msg = f"parameter {key!r}: {problem} (parameters: {names})"
+        raise ConfigError(msg) from None
+    return {name: getattr(checked, name) for name in params}
+
+
+def build_middleware(
+    entries: Sequence[Mapping[str, Any]], resolve_model: ModelResolver
+) -> Registry:
+    """One registry holding every configured middleware, the first entry outermost.
+
+    Raises:
+        ConfigError: one line naming the entry (``middleware[2] (use = 'retry')``) for an
+            unknown name, an unknown or wrong parameter, or a factory that fails.
+    """
+    combined = Registry()
+    for index, entry in enumerate(entries):
+        params = dict(entry)
+        use = params.pop("use", None)
+        where = f"config key 'middleware[{index}]' (use = {use!r})"
+        try:
+            if not isinstance(use, str) or not use:
+                msg = "needs use = 'a built-in's name' or 'package.module:factory'"
+                raise ConfigError(msg)
+            factory = load_factory(use)
+            hints = typing.get_type_hints(factory)
+            params = _with_models(factory, hints, params, resolve_model)
+            arguments = _validated(factory, params)
+            try:
+                registry: object = factory(**arguments)
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(str(exc)) from None
+            if not isinstance(registry, Registry):
+                msg = f"the factory returned {type(registry).__name__}, not a Registry"
+                raise ConfigError(msg)
+            combined.include(registry)
+        except (ConfigError, RegistrationError) as exc:
+            msg = f"{where}: {exc}"
+            raise ConfigError(msg) from None
+    return combined

@@ -1,0 +1,67 @@
+"""Middleware factories of "an application", loaded from configuration by module path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from returns.result import Success
+
+from fncore import Model, Outcome, Registry, SystemPromptContext
+
+
+def stamp(text: str = "stamped", times: int = 1) -> Registry:
+    """A system_prompt transformer appending ``text`` ``times`` times."""
+    registry = Registry()
+
+    @registry.on("system_prompt", name=f"stamp_{text}")
+    async def add(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
+        return Success(prompt + (f" {text}" * times))
+
+    return registry
+
+
+def models_seen(models: Sequence[Model], seen: str = "models") -> Registry:
+    """Records the names of ``models`` (given as presets in configuration) in the prompt."""
+    registry = Registry()
+    names = ",".join(m.name for m in models)
+
+    @registry.on("system_prompt", name=seen)
+    async def show(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
+        return Success(f"{prompt} [{names}]")
+
+    return registry
+
+
+def refuses(limit: int = 1) -> Registry:
+    """A factory that refuses a value it cannot work with (a ValueError)."""
+    if limit > 10:
+        msg = f"limit must be at most 10, not {limit}"
+        raise ValueError(msg)
+    return Registry()
+
+
+def not_a_registry() -> object:
+    """Returns the wrong thing."""
+    return {"a": 1}
+
+
+CLOSED: list[str] = []
+"""What `owning` resources recorded when closed."""
+
+
+class Resource:
+    """Stands for a connection pool a middleware holds."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def aclose(self) -> None:
+        """Record the close."""
+        CLOSED.append(self.name)
+
+
+def owning(name: str = "pool") -> Registry:
+    """A registry owning a resource, as a middleware with a store on Redis does."""
+    registry = Registry()
+    registry.own(Resource(name))
+    return registry

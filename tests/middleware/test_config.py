@@ -1,0 +1,123 @@
+"""``[[middleware]]`` entries: loaded by name or module path, validated, ordered, owned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from returns.result import Success
+
+from fncore import (
+    ConfigError,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    Registry,
+    load_container,
+)
+
+pytestmark = pytest.mark.usefixtures("on_path")
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put this folder on sys.path, so custom_factories imports by module path."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+
+
+def container(*entries: dict[str, Any], **more: Any):  # type: ignore[no-untyped-def]
+    """A container whose configuration lists ``entries`` under middleware."""
+    return load_container(overrides={"middleware": list(entries), **more}, environ={})
+
+
+async def test_an_entry_by_module_path_is_built_with_its_parameters() -> None:
+    """Use = 'module:factory' imports it; the other keys are its validated arguments."""
+    c = container({"use": "custom_factories:stamp", "text": "ok", "times": "2"})
+    agent = c.agent()
+    await agent.run("hi")
+    assert c.model().requests[-1].instructions == " ok ok"
+
+
+async def test_entries_keep_their_order_the_first_outermost() -> None:
+    """Two entries apply in the order written; the configured ones wrap the application's."""
+    c = container(
+        {"use": "custom_factories:stamp", "text": "first"},
+        {"use": "custom_factories:stamp", "text": "second"},
+    )
+    positions = c.agent().describe().positions
+    assert positions["system_prompt"] == ("stamp_first", "stamp_second")
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ({"use": "retyr"}, "unknown built-in 'retyr'"),
+        ({"use": "custom_factories:stamp", "txet": "x"}, "parameter 'txet': unknown parameter"),
+        ({"use": "custom_factories:stamp", "times": "many"}, "parameter 'times':"),
+        ({"use": "custom_factories:refuses", "limit": 11}, "limit must be at most 10"),
+        ({"use": "custom_factories:not_a_registry"}, "returned dict, not a Registry"),
+        ({"use": "custom_factories:missing"}, "is not a function"),
+        ({"use": "no_such_module_anywhere:factory"}, "cannot import 'no_such_module_anywhere'"),
+    ],
+)
+def test_a_bad_entry_is_one_line_naming_it(entry: dict[str, Any], words: str) -> None:
+    """Unknown names and parameters, wrong types and failing factories name the entry."""
+    with pytest.raises(ConfigError) as info:
+        container({"use": "custom_factories:stamp"}, entry).agent()
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(f"config key 'middleware[1]' (use = {entry['use']!r}): ")
+    assert words in text
+
+
+def test_an_entry_without_use_is_a_config_error() -> None:
+    """Every entry needs `use`: the settings say so at load time."""
+    with pytest.raises(ConfigError, match=r"middleware\.0\.use"):
+        container({"text": "x"})
+
+
+async def test_preset_names_become_models_where_a_factory_takes_models() -> None:
+    """A string where the factory takes models names a preset; the container builds it."""
+    c = container(
+        {"use": "custom_factories:models_seen", "models": ["cheap", "test"]},
+        models={"cheap": {"kind": "test", "name": "cheap-one"}},
+    )
+    await c.agent().run("hi")
+    assert c.model().requests[-1].instructions == " [cheap-one,test]"
+    with pytest.raises(ConfigError, match="no model preset 'nowhere'"):
+        container({"use": "custom_factories:models_seen", "models": ["nowhere"]}).agent()
+
+
+def test_soft_hints_place_a_middleware_among_those_present() -> None:
+    """before/after with soft=True apply to names that are there and ignore the others."""
+    registry = Registry()
+
+    async def layer(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+        return await call_next(ctx)
+
+    registry.on("model_call", name="inner")(layer)
+    registry.on("model_call", name="limits", before=["inner", "absent"], soft=True)(layer)
+    from fncore import Agent
+    from fncore.testing import TestModel
+
+    assert Agent(TestModel(), registry=registry).describe().positions["model_call"] == (
+        "limits",
+        "inner",
+    )
+
+
+async def test_the_container_closes_what_its_middleware_own() -> None:
+    """Resources a configured middleware's registry owns are closed by container.shutdown()."""
+    import custom_factories
+
+    custom_factories.CLOSED.clear()
+    c = container({"use": "custom_factories:owning", "name": "pool-a"})
+    agent = c.agent()
+    assert custom_factories.CLOSED == []
+    await agent.aclose()  # the agent did not make it: left open
+    assert custom_factories.CLOSED == []
+    await c.shutdown()
+    assert custom_factories.CLOSED == ["pool-a"]
+    assert isinstance(await c.agent().run("hi"), Success)  # built afresh after a shutdown
