@@ -255,6 +255,7 @@ class AgentOptions(TypedDict, total=False):
     model_settings: ModelSettings
     sessions: SessionStore
     model: Model
+    name: str
 
 
 class _Composition:

@@ -83,6 +83,8 @@ class RunInfo:
     session_state: State = field(default_factory=State)
     """Session-scoped state: loaded with the session and committed with it when the run
     succeeds. Without a session it starts empty and ends with the run."""
+    agent: str = "agent"
+    """The name of the agent running (``Agent(name=...)``), for traces and logs."""
 
     @property
     def streaming(self) -> bool:

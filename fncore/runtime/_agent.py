@@ -93,6 +93,7 @@ class Agent:
         tool_choice: Default tool choice of each run.
         model_settings: Default sampling settings of each run.
         sessions: Where sessions live (default: a new `InMemorySessionStore`).
+        name: The agent's name, for traces and logs (``ctx.run.agent``).
         container: Where ``Provide[...]`` parameters of middleware, hooks and tool sources
             are resolved from, once, here; nothing else is taken from it.
 
@@ -118,6 +119,7 @@ class Agent:
         "_engine",
         "_owned",
         "_sessions",
+        "name",
     )
 
     def __init__(
@@ -133,7 +135,10 @@ class Agent:
         model_settings: ModelSettings | None = None,
         sessions: SessionStore | None = None,
         container: containers.Container | None = None,
+        name: str = "agent",
     ) -> None:
+        self.name = name
+        """The agent's name, for traces and logs."""
         self._owned: list[object] = []
         """What the agent made itself, and so closes in `aclose`."""
         if sessions is None:
@@ -265,6 +270,7 @@ class Agent:
             emit,
             session_id,
             State() if session is None else session_state(session),
+            self.name,
         )
         token = _CURRENT.set(run)
         try:
