@@ -6,16 +6,17 @@ Contexts are immutable. To change what flows inward, pass a changed copy to ``ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar, final
 
 from pydantic import BaseModel
+from returns.result import Failure
 
-from fncore.core._errors import MiddlewareError, Position
+from fncore.core._errors import AgentError, MiddlewareError, Position
 from fncore.core._events import STREAM_EVENT_TYPES, StreamEvent
 from fncore.core._messages import Message, ToolCallPart
-from fncore.core._model import Model, ModelRequest, ModelSettings, ToolChoice
+from fncore.core._model import Model, ModelRequest, ModelResponse, ModelSettings, ToolChoice
 from fncore.core._session import Session
 from fncore.core._state import State
 from fncore.core._tools import Tool
@@ -32,6 +33,11 @@ Emit = Callable[[StreamEvent], None]
 
 EventMap = Callable[[StreamEvent], StreamEvent | None]
 """Maps a streamed event to another, or to ``None`` to drop it."""
+
+ModelCaller = Callable[
+    ["RunInfo", ModelRequest, "Model | None"], Awaitable["Outcome[ModelResponse]"]
+]
+"""How a run calls its agent's model through the ``model_call`` onion (internal)."""
 
 
 class EventMapFailed(Exception):
@@ -85,11 +91,32 @@ class RunInfo:
     succeeds. Without a session it starts empty and ends with the run."""
     agent: str = "agent"
     """The name of the agent running (``Agent(name=...)``), for traces and logs."""
+    _caller: ModelCaller | None = field(default=None, repr=False, compare=False)
 
     @property
     def streaming(self) -> bool:
         """Whether the run is streaming events."""
         return self.emit is not None
+
+    async def call_model(
+        self, request: ModelRequest, *, model: Model | None = None
+    ) -> Outcome[ModelResponse]:
+        """Send ``request`` through the agent's ``model_call`` middleware, then the model.
+
+        For middleware that need a model of their own (to summarise, to emulate a tool, to
+        moderate): tracing, limits, budgets and retries see the call like any other. It
+        streams nothing to the run's consumer. ``model`` defaults to the agent's.
+
+        Returns:
+            The model's response, or the error value (a run without an agent, e.g. a
+            context built by hand in a test, answers with an `AgentError` saying so).
+        """
+        caller = self._caller
+        if caller is None:
+            return Failure(
+                AgentError(message="call_model needs a run of an Agent; this RunInfo has none")
+            )
+        return await caller(self, request, model)
 
     def map_events(self, fn: EventMap, position: Position = "run") -> RunInfo:
         """A copy whose events pass through ``fn`` before reaching the consumer.

@@ -303,6 +303,22 @@ class Engine:
         note.tool_choice = request.tool_choice
         return await ask(ctx.model, request, ctx.run.emit)
 
+    async def call_model(
+        self, run: RunInfo, request: ModelRequest, model: Model | None
+    ) -> Outcome[ModelResponse]:
+        """A middleware's own model call (`RunInfo.call_model`), through ``model_call``.
+
+        The request's pairing is checked, and nothing is streamed to the run's consumer.
+        """
+        quiet = run if run.emit is None else replace(run, emit=None)
+        target = self.model if model is None else model
+        if self._model_call is not None:
+            return await self._model_call(ModelCallContext(quiet, request, target))
+        broken = check_pairing(request.messages)
+        if broken is not None:
+            return Failure(replace(broken, position="model_call"))
+        return await ask(target, request, None)
+
     async def _tool_layer_end(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
         return Success(await self._tools_run.invoke(ctx.tool, ctx.args))
 

@@ -864,3 +864,39 @@ async def test_an_error_outranks_a_termination_in_the_same_round() -> None:
     assert isinstance(error, MiddlewareError)
     assert (error.middleware, error.position) == ("mixed", "tool_call")
     assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_middleware_calls_the_model_through_the_model_call_onion(streaming: bool) -> None:
+    """ctx.run.call_model passes model_call middleware, streams nothing, checks pairing."""
+    registry = Registry()
+    seen: list[str] = []
+
+    @registry.on("model_call")
+    async def count(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+        seen.append(ctx.request.messages[-1].text)
+        return await call_next(ctx)
+
+    @registry.on("reasoning")
+    async def with_summary(
+        ctx: ReasoningContext, call_next: ReasoningNext
+    ) -> Outcome[ModelResponse]:
+        summary = await ctx.run.call_model(ModelRequest((Message.user("summarise"),)))
+        broken = await ctx.run.call_model(
+            ModelRequest((Message("assistant", (ToolCallPart("x", "add"),)),))
+        )
+        assert type(broken.failure()).__name__ == "InvalidHistory"
+        text = summary.unwrap().text
+        return await call_next(dataclasses.replace(ctx, messages=(Message.user(text),)))
+
+    agent = Agent(TestModel(), registry=registry)
+    if streaming:
+        events = [e async for e in agent.stream("hello")]
+        texts = [e.text for e in events if type(e).__name__ == "TextDelta"]
+        assert "".join(texts) == "summarise"  # only the run's own answer streams
+        result = run_ok(events[-1].outcome)  # type: ignore[union-attr]
+    else:
+        result = run_ok(await agent.run("hello"))
+    # the middleware saw all three requests; the unpaired one never reached the model
+    assert seen == ["summarise", "", "summarise"]
+    assert result.output == "summarise"
