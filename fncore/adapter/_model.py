@@ -141,6 +141,14 @@ class ProviderModel(ABC, Generic[_ClientT, _Event]):
         return self._model
 
     @property
+    def provider(self) -> str:
+        """The provider's name (``openai``, ``anthropic``, ...): the endpoint's, for traces.
+
+        The ``trace`` built-in records it as ``gen_ai.provider.name``.
+        """
+        return self._endpoint.provider
+
+    @property
     def client(self) -> _ClientT:
         """The SDK client in use."""
         return self._client

@@ -4,6 +4,7 @@ Usage::
 
     fncore run "What is 2 + 3?"       # answer on stdout, middleware trace on stderr
     fncore run --stream "What is 2 + 3?"
+    fncore run --trace "What is 2 + 3?"     # the run's OpenTelemetry spans on stderr too
     fncore stack                      # the onion, position by position
     fncore --config fncore.toml --provider test --model demo run "hi"
 """

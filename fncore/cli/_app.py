@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--stream", action="store_true", help="print the answer's text as it streams in"
     )
+    run.add_argument(
+        "--trace",
+        action="store_true",
+        help="also print the run's OpenTelemetry spans to stderr (needs fncore[otel])",
+    )
     _add_shared(run, top=False)
     stack = commands.add_parser(
         "stack",
@@ -134,7 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = overrides(args.provider, args.model, args.base_url)
     try:
         if args.command == "run":
-            run_command(args.prompt, config=args.config, settings=settings, stream=args.stream)
+            run_command(
+                args.prompt,
+                config=args.config,
+                settings=settings,
+                stream=args.stream,
+                spans=args.trace,
+            )
         else:
             stack_command(config=args.config, settings=settings)
     except (ConfigError, RegistrationError, RunFailed) as exc:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from returns.result import Failure, Result
 
 from fncore import (
     Agent,
     AgentError,
+    ConfigError,
     Container,
     RoundStarted,
     RunCompleted,
@@ -21,6 +22,11 @@ from fncore import (
 )
 from fncore.cli._example import build_example_agent
 from fncore.cli._trace import Trace
+from fncore.middleware import trace as trace_builtin
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider as PrintingProvider
+    from opentelemetry.trace import TracerProvider
 
 
 class RunFailed(Exception):
@@ -52,16 +58,43 @@ def overrides(
 
 
 def example_agent(
-    config: str | None, settings: Mapping[str, Any], trace: Trace = to_stderr
+    config: str | None,
+    settings: Mapping[str, Any],
+    trace: Trace = to_stderr,
+    spans: TracerProvider | None = None,
 ) -> tuple[Container, Agent]:
     """Load the container (defaults < file < ``FNCORE_*`` < flags) and build the example.
+
+    With ``spans``, the ``trace`` built-in sends the run's spans there, from outside every
+    other middleware (named ``cli_trace`` if the configuration has a ``trace`` already).
 
     Raises:
         ConfigError: for a bad file, key, value or model kind.
         RegistrationError: if the stack cannot be built.
     """
     container: Container = load_container(config, overrides=settings)
-    return container, build_example_agent(container, trace)
+    outermost = None
+    if spans is not None:
+        taken = {r.name for r in container.registry().middleware}
+        name = "cli_trace" if "trace" in taken else "trace"
+        outermost = trace_builtin(tracer_provider=spans, name=name)
+    return container, build_example_agent(container, trace, outermost)
+
+
+def span_provider() -> PrintingProvider:
+    """A tracer provider printing each run's spans to stderr (``--trace``).
+
+    Raises:
+        ConfigError: if the OpenTelemetry SDK is not installed.
+    """
+    try:
+        from fncore.cli._spans import printing_provider
+    except ImportError as exc:
+        if not (exc.name or "").startswith("opentelemetry"):
+            raise
+        msg = "--trace needs the OpenTelemetry SDK: pip install 'fncore[otel]'"
+        raise ConfigError(msg) from None
+    return printing_provider(to_stderr)
 
 
 def _unwrap(outcome: Result[RunResult, AgentError]) -> RunResult:
@@ -111,23 +144,35 @@ async def stream_prompt(agent: Agent, prompt: str, out: TextIO) -> None:
 
 
 def run_command(
-    prompt: str, *, config: str | None, settings: Mapping[str, Any], stream: bool
+    prompt: str,
+    *,
+    config: str | None,
+    settings: Mapping[str, Any],
+    stream: bool,
+    spans: bool = False,
 ) -> None:
     """``fncore run``: build the example agent and answer ``prompt`` on stdout.
 
+    With ``spans`` (``--trace``), the run's OpenTelemetry spans are printed to stderr too.
+
     Raises:
-        ConfigError: for bad configuration.
+        ConfigError: for bad configuration, or ``--trace`` without the OpenTelemetry SDK.
         RegistrationError: if the stack cannot be built.
         RunFailed: if the run returns ``Failure``.
     """
-    container, agent = example_agent(config, settings)
+    provider = span_provider() if spans else None
+    container, agent = example_agent(config, settings, spans=provider)
     action = stream_prompt if stream else run_prompt
 
     async def run_then_close() -> None:
         async with container:  # closes the model's connections at the end
             await action(agent, prompt, sys.stdout)
 
-    asyncio.run(run_then_close())
+    try:
+        asyncio.run(run_then_close())
+    finally:
+        if provider is not None:
+            provider.shutdown()
 
 
 def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:

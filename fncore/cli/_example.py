@@ -44,7 +44,9 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def build_example_agent(container: Container, trace: Trace) -> Agent:
+def build_example_agent(
+    container: Container, trace: Trace, outermost: Registry | None = None
+) -> Agent:
     """Build the example agent: three tools, tracing middleware, one prompt transformer.
 
     It is built the way any application builds its agents, by the container: on its
@@ -54,6 +56,8 @@ def build_example_agent(container: Container, trace: Trace) -> Agent:
     Args:
         container: Supplies the model, registry, loop settings and base instructions.
         trace: Where the middleware write their trace lines.
+        outermost: Middleware to wrap everything else (``--trace`` puts the ``trace``
+            built-in here).
 
     Returns:
         A new agent.
@@ -62,6 +66,8 @@ def build_example_agent(container: Container, trace: Trace) -> Agent:
         RegistrationError: if the stack cannot be built (a plugin that fails to load, say).
     """
     registry = Registry()
+    if outermost is not None:
+        registry.include(outermost)
     register_trace(registry, trace)
 
     @registry.on("system_prompt", name="add_instruction")
