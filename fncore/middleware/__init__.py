@@ -14,12 +14,15 @@ in the reply's or the session's state, shared state in a store chosen by URL.
 
 from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
+from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.retry import retry, retry_tools
 
 __all__ = [
     "BUILTINS",
     "ORDER",
+    "answered_by",
     "build_middleware",
+    "fallback",
     "load_factory",
     "place",
     "retry",
