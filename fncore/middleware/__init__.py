@@ -16,6 +16,7 @@ from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
 from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.retry import retry, retry_tools
+from fncore.middleware.timeout import timeout
 
 __all__ = [
     "BUILTINS",
@@ -27,4 +28,5 @@ __all__ = [
     "place",
     "retry",
     "retry_tools",
+    "timeout",
 ]
