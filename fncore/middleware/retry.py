@@ -1,11 +1,11 @@
 """`retry` and `retry_tools`: send a failed model call, or tool call, again.
 
 Both wait between attempts with exponential backoff and jitter, computed by stamina (which
-also logs each retry it schedules, through its instrumentation hooks), and stop after
-``max_attempts`` attempts or once ``max_time`` seconds have passed. A wait the error asks
-for (``retry_after`` of `RateLimited` or `RateLimitExceeded`) replaces the backoff; longer
-than ``max_retry_after``, or ending after ``max_time``, it is not waited: the error is
-returned at once, for an outer `fallback` to act on.
+also logs each retry it schedules, through its instrumentation hooks), stop after
+``max_attempts`` attempts and schedule no retry once ``max_time`` seconds have passed. A
+wait the error asks for (``retry_after`` of `RateLimited` or `RateLimitExceeded`) replaces
+the backoff; longer than ``max_retry_after``, or ending after ``max_time``, it is not
+waited: the error is returned at once, for an outer `fallback` to act on.
 
 Outcomes are values, so each attempt's outcome is judged inside stamina's retry block: one
 worth retrying is raised there as a private exception, and the last one raised is turned
@@ -154,8 +154,9 @@ def retry(
 
     Args:
         max_attempts: Attempts in all, the first included (1: no retry).
-        max_time: Seconds from the first attempt after which no new attempt starts (and no
-            wait is taken that would end later); ``None``: no limit.
+        max_time: Seconds from the first attempt after which no retry is scheduled (a
+            backoff scheduled before may end up to ``wait_max`` later; a ``retry_after``
+            wait that would end later is not taken); ``None``: no limit.
         wait_initial: The first backoff, in seconds; each next one doubles it.
         wait_max: The longest backoff, in seconds.
         wait_jitter: Up to this many random seconds added to each backoff.
@@ -230,7 +231,7 @@ def retry_tools(
 
     Args:
         max_attempts: Attempts in all, the first included (1: no retry).
-        max_time: Seconds from the first attempt after which no new attempt starts;
+        max_time: Seconds from the first attempt after which no retry is scheduled;
             ``None``: no limit.
         wait_initial: The first backoff, in seconds; each next one doubles it.
         wait_max: The longest backoff, in seconds.

@@ -167,7 +167,7 @@ async def test_retry_after_ending_past_max_time_is_not_waited() -> None:
     assert len(model.requests) == 1
 
 
-async def test_no_attempt_starts_after_max_time() -> None:
+async def test_no_retry_is_scheduled_after_max_time() -> None:
     """An attempt that ends after max_time is the last."""
 
     async def slow_failure(request: ModelRequest) -> ProviderUnavailable:
