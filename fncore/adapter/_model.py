@@ -17,9 +17,10 @@ and `stream` never raise (`asyncio.CancelledError` aside), a stream ends with ex
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from returns.result import Failure, Result, Success
 
@@ -48,6 +49,17 @@ class Client(Protocol):
 
 
 _ClientT = TypeVar("_ClientT", bound=Client)
+
+
+@runtime_checkable
+class _RetryingClient(Protocol):
+    """A client with the SDK's own retries (the OpenAI and Anthropic SDKs have this shape)."""
+
+    max_retries: int
+
+    def with_options(self, *, max_retries: int) -> Any:
+        """A copy of the client with other options, sharing its connection pool."""
+        ...
 
 
 class EventStream(Protocol[_E_co]):
@@ -118,7 +130,14 @@ class ProviderModel(ABC, Generic[_ClientT, _Event]):
         owns_client: Whether `aclose` closes the client (one the model built itself).
     """
 
-    __slots__ = ("_client", "_endpoint", "_map_exception", "_model", "_owns_client")
+    __slots__ = (
+        "_client",
+        "_endpoint",
+        "_map_exception",
+        "_model",
+        "_owns_client",
+        "_without_retries",
+    )
 
     def __init__(
         self,
@@ -134,6 +153,7 @@ class ProviderModel(ABC, Generic[_ClientT, _Event]):
         self._endpoint = endpoint
         self._map_exception = map_exception
         self._owns_client = owns_client
+        self._without_retries: Self | None = None
 
     @property
     def name(self) -> str:
@@ -157,6 +177,29 @@ class ProviderModel(ABC, Generic[_ClientT, _Event]):
     def endpoint(self) -> Endpoint:
         """Where requests go (credentials redacted), and the error values for it."""
         return self._endpoint
+
+    def without_sdk_retries(self) -> Self:
+        """This model with its SDK's own retries off, sharing this model's connections.
+
+        The `retry` middleware sends through it, so that its retries are the only ones:
+        with the SDK's as well (``max_retries``, 2 by default), each of its attempts would
+        be up to three requests. The copy is made once (the SDK's
+        ``client.with_options(max_retries=0)``, which shares the connection pool) and
+        kept; it owns nothing, so only this model's `aclose` closes the connections. A
+        client without SDK retries (or without that option) gives this model itself.
+        """
+        twin = self._without_retries
+        if twin is None:
+            client: object = self._client
+            if isinstance(client, _RetryingClient) and client.max_retries != 0:
+                twin = copy.copy(self)
+                twin._client = client.with_options(max_retries=0)
+                twin._owns_client = False
+                twin._without_retries = twin
+            else:
+                twin = self
+            self._without_retries = twin
+        return twin
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the client the model built (a given one is left open)."""

@@ -14,6 +14,21 @@ in the reply's or the session's state, shared state in a store chosen by URL.
 
 from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
+from fncore.middleware.fallback import answered_by, fallback
+from fncore.middleware.retry import retry, retry_tools
+from fncore.middleware.timeout import timeout
 from fncore.middleware.trace import trace
 
-__all__ = ["BUILTINS", "ORDER", "build_middleware", "load_factory", "place", "trace"]
+__all__ = [
+    "BUILTINS",
+    "ORDER",
+    "answered_by",
+    "build_middleware",
+    "fallback",
+    "load_factory",
+    "place",
+    "retry",
+    "retry_tools",
+    "timeout",
+    "trace",
+]

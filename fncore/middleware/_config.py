@@ -97,7 +97,7 @@ def _with_models(
 def _validated(factory: MiddlewareFactory, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` checked and coerced against the factory's keyword parameters."""
     signature = inspect.signature(factory)
-    hints = typing.get_type_hints(factory)
+    hints = typing.get_type_hints(factory, include_extras=True)
     fields: dict[str, Any] = {}
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):

@@ -1,0 +1,275 @@
+"""`retry` and `retry_tools`: send a failed model call, or tool call, again.
+
+Both wait between attempts with exponential backoff and jitter, computed by stamina (which
+also logs each retry it schedules, through its instrumentation hooks), stop after
+``max_attempts`` attempts and schedule no retry once ``max_time`` seconds have passed. A
+wait the error asks for (``retry_after`` of `RateLimited` or `RateLimitExceeded`) replaces
+the backoff; longer than ``max_retry_after``, or ending after ``max_time``, it is not
+waited: the error is returned at once, for an outer `fallback` to act on.
+
+Outcomes are values, so each attempt's outcome is judged inside stamina's retry block: one
+worth retrying is raised there as a private exception, and the last one raised is turned
+back into the outcome it carries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Generic, TypeVar
+
+import stamina
+from pydantic import Field
+from returns.result import Success
+
+from fncore.adapter import ProviderModel
+from fncore.core import (
+    AgentError,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    RateLimited,
+    RateLimitExceeded,
+    Registry,
+    Terminate,
+    ToolCallContext,
+    ToolCallNext,
+    ToolResult,
+)
+from fncore.middleware._errors import Emitted, Seconds, SomeSeconds, checked, retryable, when
+from fncore.middleware._place import place
+
+_T = TypeVar("_T")
+
+Attempts = Annotated[int, Field(ge=1, le=100)]
+"""How many attempts in all, the first included."""
+
+
+class _Again(Exception, Generic[_T]):
+    """An outcome worth another attempt, raised inside stamina's retry block."""
+
+    def __init__(self, outcome: Outcome[_T], cause: AgentError | ToolResult) -> None:
+        self.outcome = outcome
+        self.cause = cause
+        what = f"error result {cause.content!r}" if isinstance(cause, ToolResult) else str(cause)
+        super().__init__(what)
+
+    def __repr__(self) -> str:
+        return f"retryable({type(self.cause).__name__}: {self})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Backoff:
+    """How long to keep trying, and how long to wait in between."""
+
+    attempts: int
+    max_time: float | None
+    wait_initial: float
+    wait_max: float
+    wait_jitter: float
+    max_retry_after: float
+
+    async def again(
+        self,
+        attempt: Callable[[], Awaitable[Outcome[_T]]],
+        first: _Again[_T],
+        started: float,
+        cause_of: Callable[[Outcome[_T]], AgentError | ToolResult | None],
+    ) -> Outcome[_T]:
+        """The attempts after the first, whose outcome ``first`` carries, began at ``started``."""
+        deadline = None if self.max_time is None else started + self.max_time
+        timeout = None if deadline is None else deadline - time.monotonic()
+        if timeout is not None and timeout <= 0:
+            return first.outcome
+
+        def delay(exc: Exception) -> bool | float:
+            """Retry after the backoff (True), after the error's own wait, or not at all."""
+            if not isinstance(exc, _Again):
+                return False
+            cause = exc.cause
+            if not isinstance(cause, RateLimited | RateLimitExceeded) or cause.retry_after is None:
+                return True
+            wait = cause.retry_after
+            if wait > self.max_retry_after or (
+                deadline is not None and time.monotonic() + wait > deadline
+            ):
+                return False
+            return wait
+
+        pending: _Again[_T] | None = first
+        outcome = first.outcome
+        try:
+            async for trial in stamina.retry_context(
+                on=delay,
+                attempts=self.attempts,
+                timeout=timeout,
+                wait_initial=self.wait_initial,
+                wait_max=self.wait_max,
+                wait_jitter=self.wait_jitter,
+            ):
+                with trial:
+                    if pending is not None:  # the first attempt, already made
+                        replay, pending = pending, None
+                        raise replay
+                    outcome = await attempt()
+                    cause = cause_of(outcome)
+                    if cause is not None:
+                        raise _Again(outcome, cause)
+        except _Again as last:
+            return last.outcome
+        return outcome
+
+
+def _error_worth_it(
+    outcome: Outcome[Any], should: Callable[[AgentError], bool]
+) -> AgentError | None:
+    """The error of ``outcome`` if ``should`` says to retry it (never a `Terminate`)."""
+    if type(outcome) is Success:
+        return None
+    error = outcome.failure()
+    if type(error) is Terminate or not should(error):
+        return None
+    return error
+
+
+@checked
+def retry(
+    *,
+    max_attempts: Attempts = 3,
+    max_time: Seconds | None = 60.0,
+    wait_initial: SomeSeconds = 0.5,
+    wait_max: SomeSeconds = 8.0,
+    wait_jitter: SomeSeconds = 1.0,
+    max_retry_after: SomeSeconds = 60.0,
+    on: Sequence[str] | Callable[[AgentError], bool] | None = None,
+    name: str = "retry",
+) -> Registry:
+    """Send a failed model call again, after a backoff, while its error is worth retrying.
+
+    The only retry layer: a model of a provider adapter is sent through its copy without
+    the SDK's own retries (`ProviderModel.without_sdk_retries`). A streamed call is retried
+    only while none of its events reached the consumer; after that its error is returned.
+
+    Args:
+        max_attempts: Attempts in all, the first included (1: no retry).
+        max_time: Seconds from the first attempt after which no retry is scheduled (a
+            backoff scheduled before may end up to ``wait_max`` later; a ``retry_after``
+            wait that would end later is not taken); ``None``: no limit.
+        wait_initial: The first backoff, in seconds; each next one doubles it.
+        wait_max: The longest backoff, in seconds.
+        wait_jitter: Up to this many random seconds added to each backoff.
+        max_retry_after: The longest wait a `RateLimited` error's ``retry_after`` is
+            honoured for; asking for more, it is returned at once, not retried.
+        on: Which errors to retry: names (``"retryable"`` for a `ModelError` whose
+            ``retryable`` is set, or error types such as ``"BadRequest"``), or in code a
+            function of the error returning whether to retry. ``None``: ``["retryable"]``.
+        name: The middleware's name, to tell two instances apart.
+
+    Example:
+        >>> registry = Registry()
+        >>> registry.include(retry(max_attempts=4))
+        >>> [m.name for m in registry.middleware]
+        ['retry']
+    """
+    should = when(on, ("retryable",), "retryable", retryable)
+    backoff = _Backoff(max_attempts, max_time, wait_initial, wait_max, wait_jitter, max_retry_after)
+    registry = Registry()
+
+    @registry.on("model_call", name=name, **place("retry"))
+    async def retrying(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+        started = time.monotonic()
+        model = ctx.model
+        if isinstance(model, ProviderModel):
+            ctx = replace(ctx, model=model.without_sdk_retries())
+        watch: Emitted | None = None
+        if ctx.run.emit is not None:
+            watch = Emitted()
+            ctx = ctx.map_events(watch)
+        outcome = await call_next(ctx)
+        if type(outcome) is Success or max_attempts == 1:
+            return outcome
+
+        def cause_of(outcome: Outcome[ModelResponse]) -> AgentError | None:
+            if watch is not None and watch.seen:  # the consumer saw part of this answer
+                return None
+            return _error_worth_it(outcome, should)
+
+        cause = cause_of(outcome)
+        if cause is None:
+            return outcome
+        return await backoff.again(
+            lambda: call_next(ctx), _Again(outcome, cause), started, cause_of
+        )
+
+    return registry
+
+
+def _is_error_result(subject: AgentError | ToolResult) -> bool:
+    return isinstance(subject, ToolResult)
+
+
+@checked
+def retry_tools(
+    *,
+    max_attempts: Attempts = 3,
+    max_time: Seconds | None = 60.0,
+    wait_initial: SomeSeconds = 0.5,
+    wait_max: SomeSeconds = 8.0,
+    wait_jitter: SomeSeconds = 1.0,
+    max_retry_after: SomeSeconds = 60.0,
+    on: Sequence[str] | Callable[[AgentError | ToolResult], bool] | None = None,
+    tools: Sequence[str] | None = None,
+    name: str = "retry_tools",
+) -> Registry:
+    """Run a failed tool call again, after a backoff, while its failure is worth retrying.
+
+    A tool call fails with an error result (the tool raised or timed out; `ToolResult`
+    with ``is_error``) or, from a middleware inside, an error value. Only what the model
+    would see last is kept: the result of the last attempt.
+
+    Args:
+        max_attempts: Attempts in all, the first included (1: no retry).
+        max_time: Seconds from the first attempt after which no retry is scheduled;
+            ``None``: no limit.
+        wait_initial: The first backoff, in seconds; each next one doubles it.
+        wait_max: The longest backoff, in seconds.
+        wait_jitter: Up to this many random seconds added to each backoff.
+        max_retry_after: The longest wait an error's ``retry_after`` (a
+            `RateLimitExceeded` from a ``rate_limit`` inside) is honoured for.
+        on: What to retry: names (``"error_result"`` for an error result, or error types
+            such as ``"RateLimitExceeded"``), or in code a function of the error result or
+            error returning whether to retry. ``None``: ``["error_result"]``.
+        tools: Only these tools (retry only what is safe to run twice); ``None``: all.
+        name: The middleware's name, to tell two instances apart.
+
+    Example:
+        >>> registry = Registry()
+        >>> registry.include(retry_tools(max_attempts=2))
+        >>> [m.name for m in registry.middleware]
+        ['retry_tools']
+    """
+    should = when(on, ("error_result",), "error_result", _is_error_result)
+    backoff = _Backoff(max_attempts, max_time, wait_initial, wait_max, wait_jitter, max_retry_after)
+    registry = Registry()
+    only = None if tools is None else tuple(tools)
+
+    def cause_of(outcome: Outcome[ToolResult]) -> AgentError | ToolResult | None:
+        if type(outcome) is Success:
+            result = outcome.unwrap()
+            return result if result.is_error and should(result) else None
+        return _error_worth_it(outcome, should)
+
+    @registry.on("tool_call", name=name, tools=only, **place("retry_tools"))
+    async def retrying_tools(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
+        started = time.monotonic()
+        outcome = await call_next(ctx)
+        cause = cause_of(outcome)
+        if cause is None or max_attempts == 1:
+            return outcome
+        return await backoff.again(
+            lambda: call_next(ctx), _Again(outcome, cause), started, cause_of
+        )
+
+    return registry

@@ -1,0 +1,149 @@
+"""`timeout`: deadlines for each model call, each tool call and the whole reply.
+
+A deadline that passes cancels what runs inside it (the model's request or stream, the
+tool, every round of the reply, the tools running in it) and becomes an error value:
+
+| deadline | what is returned |
+|---|---|
+| ``model_call`` | `ModelTimeout` (``retryable``, so a `retry` outside sends it again) |
+| ``tool_call`` | an error result the model sees, as for the loop's ``tool_timeout`` |
+| ``reply`` | `DeadlineExceeded` (``limit="reply"``) |
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from returns.result import Failure, Success
+
+from fncore.core import (
+    DeadlineExceeded,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    ModelTimeout,
+    Outcome,
+    Registry,
+    RunContext,
+    RunNext,
+    RunResult,
+    ToolCallContext,
+    ToolCallNext,
+    ToolResult,
+)
+from fncore.middleware._errors import Seconds, checked
+from fncore.middleware._place import place
+
+_T = TypeVar("_T")
+
+
+async def within(seconds: float, pending: Awaitable[_T], late: Callable[[], _T]) -> _T:
+    """``pending``'s value, or ``late()`` if ``seconds`` passed first (``pending`` is cancelled).
+
+    Example:
+        >>> asyncio.run(within(0.01, asyncio.sleep(5, "on time"), lambda: "late"))
+        'late'
+    """
+    scope = asyncio.timeout(seconds)
+    try:
+        async with scope:
+            return await pending
+    except TimeoutError:
+        if not scope.expired():
+            raise  # a TimeoutError of its own, not this deadline
+    return late()
+
+
+@checked
+def timeout(
+    *,
+    model_call: Seconds | None = 120.0,
+    tool_call: Seconds | None = None,
+    reply: Seconds | None = 600.0,
+    name: str = "timeout",
+) -> Registry:
+    """Deadlines in seconds for each model call, each tool call and the whole reply.
+
+    ``None`` sets no deadline there (and registers nothing at that position).
+
+    Args:
+        model_call: Seconds one model call may take, streamed or not, each attempt of a
+            `retry` on its own; then `ModelTimeout`.
+        tool_call: Seconds one tool call may take, middleware inside included; then an
+            error result. ``None``: only the loop's ``tool_timeout`` (300 s by default).
+        reply: Seconds the whole reply may take, every round and tool call included; then
+            `DeadlineExceeded`.
+        name: The middleware's name, to tell two instances apart.
+
+    Raises:
+        ValueError: when all three are ``None``.
+
+    Example:
+        >>> registry = Registry()
+        >>> registry.include(timeout(tool_call=30))
+        >>> sorted((m.position, m.name) for m in registry.middleware)
+        [('model_call', 'timeout'), ('run', 'timeout'), ('tool_call', 'timeout')]
+    """
+    if model_call is None and tool_call is None and reply is None:
+        msg = "timeout needs a deadline: set model_call, tool_call or reply (in seconds)"
+        raise ValueError(msg)
+    registry = Registry()
+    if reply is not None:
+        reply_seconds = reply
+
+        @registry.on("run", name=name, **place("timeout"))
+        async def reply_deadline(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
+            return await within(reply_seconds, call_next(ctx), passed)
+
+        def passed() -> Outcome[RunResult]:
+            return Failure(
+                DeadlineExceeded(
+                    message=(
+                        f"the reply took longer than its deadline of {reply_seconds}s; "
+                        "raise timeout's reply or ask for less"
+                    ),
+                    position="run",
+                    middleware=name,
+                    limit="reply",
+                    scope="reply",
+                    seconds=reply_seconds,
+                )
+            )
+
+    if model_call is not None:
+        call_seconds = model_call
+
+        @registry.on("model_call", name=name, **place("timeout"))
+        async def call_deadline(
+            ctx: ModelCallContext, call_next: ModelCallNext
+        ) -> Outcome[ModelResponse]:
+            return await within(call_seconds, call_next(ctx), lambda: model_late(ctx))
+
+        def model_late(ctx: ModelCallContext) -> Outcome[ModelResponse]:
+            return Failure(
+                ModelTimeout(
+                    message=(
+                        f"model {ctx.model.name!r} did not answer within {call_seconds}s; "
+                        "retry, or raise timeout's model_call"
+                    ),
+                    position="model_call",
+                    middleware=name,
+                )
+            )
+
+    if tool_call is not None:
+        tool_seconds = tool_call
+
+        @registry.on("tool_call", name=name, **place("timeout"))
+        async def tool_deadline(
+            ctx: ToolCallContext, call_next: ToolCallNext
+        ) -> Outcome[ToolResult]:
+            return await within(tool_seconds, call_next(ctx), lambda: tool_late(ctx))
+
+        def tool_late(ctx: ToolCallContext) -> Outcome[ToolResult]:
+            text = f"Tool {ctx.tool.name!r} timed out after {tool_seconds}s."
+            return Success(ToolResult(text, True))
+
+    return registry
