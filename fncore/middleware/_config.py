@@ -97,7 +97,7 @@ def _with_models(
 def _validated(factory: MiddlewareFactory, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` checked and coerced against the factory's keyword parameters."""
     signature = inspect.signature(factory)
-    hints = typing.get_type_hints(factory)
+    hints = typing.get_type_hints(factory, include_extras=True)
     fields: dict[str, Any] = {}
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
@@ -144,7 +144,7 @@ def build_middleware(
                 msg = "needs use = 'a built-in's name' or 'package.module:factory'"
                 raise ConfigError(msg)
             factory = load_factory(use)
-            hints = typing.get_type_hints(factory)
+            hints = typing.get_type_hints(factory, include_extras=True)
             params = _with_models(factory, hints, params, resolve_model)
             arguments = _validated(factory, params)
             try:
