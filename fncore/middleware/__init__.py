@@ -14,6 +14,16 @@ in the reply's or the session's state, shared state in a store chosen by URL.
 
 from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
+from fncore.middleware.budget import Price, budget
 from fncore.middleware.limit_calls import limit_calls
 
-__all__ = ["BUILTINS", "ORDER", "build_middleware", "limit_calls", "load_factory", "place"]
+__all__ = [
+    "BUILTINS",
+    "ORDER",
+    "Price",
+    "budget",
+    "build_middleware",
+    "limit_calls",
+    "load_factory",
+    "place",
+]

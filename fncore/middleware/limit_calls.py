@@ -33,7 +33,6 @@ from fncore.core import (
     ModelResponse,
     Outcome,
     ReasoningContext,
-    ReasoningNext,
     Registry,
     RunInfo,
     StateKey,
@@ -43,7 +42,7 @@ from fncore.core import (
     ToolResult,
 )
 from fncore.middleware._place import place
-from fncore.middleware._scopes import last_round, require_session
+from fncore.middleware._scopes import Verdict, register_last_round, require_scopes
 
 HINT = "You have reached your call limit. Answer now, with what you have, without calling tools."
 """What the last round of a reply is told, by default."""
@@ -170,41 +169,23 @@ def limit_calls(
     registry = Registry()
     per_session = [c.limit for c in (*model, *tool) if c.scope == "session"]
     if per_session:
-        require_session(registry, "limit_calls", name, per_session)
+        require_scopes(registry, "limit_calls", name, session=per_session)
     ending = tool if exit == "end" else []  # tool limits that end the reply
     if exit != "error" and (model or ending):
-        _register_last_round(registry, model, ending, hint, message, name)
+
+        async def verdict(ctx: ReasoningContext) -> Verdict:
+            run = ctx.run
+            last = any(c.allowed - c.used(run) <= 1 for c in model) or any(
+                c.used(run) >= c.allowed for c in ending
+            )
+            return "last" if last else "go"
+
+        register_last_round(registry, "limit_calls", name, verdict, hint, message)
     if model:
         _register_model_calls(registry, model, exit, message, name)
     if tool:
         _register_tool_calls(registry, tool, tools, exit, name)
     return registry
-
-
-def _register_last_round(
-    registry: Registry,
-    model: list[_Counter],
-    tool: list[_Counter],
-    hint: str,
-    message: str,
-    name: str,
-) -> None:
-    wrapped = StateKey(f"{name}.last_round", default=bool)
-
-    @registry.on("reasoning", name=name, **place("limit_calls"))
-    async def last_round_at_limit(
-        ctx: ReasoningContext, call_next: ReasoningNext
-    ) -> Outcome[ModelResponse]:
-        run = ctx.run
-        due = any(c.allowed - c.used(run) <= 1 for c in model) or any(
-            c.used(run) >= c.allowed for c in tool
-        )
-        if due:
-            last = last_round(ctx, wrapped, hint, message)
-            if type(last) is Terminate:
-                return Failure(last)
-            ctx = last
-        return await call_next(ctx)
 
 
 def _register_model_calls(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import outcome_of
 from returns.result import Failure, Success
 
 from fncore import (
@@ -17,8 +18,6 @@ from fncore import (
     ModelRequest,
     RegistrationError,
     Registry,
-    RunCompleted,
-    RunOutcome,
     ScopeRequired,
     StateKey,
     TextDelta,
@@ -54,17 +53,6 @@ def eager(request: ModelRequest) -> Any:
 
 def agent_with(registry: Registry, model: Any, **options: Any) -> Agent:
     return Agent(model, registry=registry, tools=options.pop("tools", [add, mul, shout]), **options)
-
-
-async def outcome_of(agent: Agent, prompt: str, *, streaming: bool, **options: Any) -> RunOutcome:
-    """The run's outcome, from ``run`` or from the last event of ``stream``."""
-    if not streaming:
-        return await agent.run(prompt, **options)
-    last: Any = None
-    async for event in agent.stream(prompt, **options):
-        last = event
-    assert isinstance(last, RunCompleted)
-    return last.outcome
 
 
 @pytest.mark.parametrize("streaming", [False, True])
