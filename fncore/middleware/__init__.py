@@ -16,6 +16,7 @@ from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.limit_calls import limit_calls
+from fncore.middleware.rate_limit import rate_limit
 
 __all__ = [
     "BUILTINS",
@@ -26,4 +27,5 @@ __all__ = [
     "limit_calls",
     "load_factory",
     "place",
+    "rate_limit",
 ]
