@@ -15,6 +15,7 @@ in the reply's or the session's state, shared state in a store chosen by URL.
 from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
+from fncore.middleware.cache import cache
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.rate_limit import rate_limit
 
@@ -24,6 +25,7 @@ __all__ = [
     "Price",
     "budget",
     "build_middleware",
+    "cache",
     "limit_calls",
     "load_factory",
     "place",

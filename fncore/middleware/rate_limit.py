@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-import weakref
 from dataclasses import replace
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -44,6 +43,7 @@ from fncore.core import (
     ToolCallPart,
     ToolResultPart,
 )
+from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.stores import MAX_CONNECTIONS
 
@@ -137,20 +137,14 @@ class _Limits:
         )
         self.moving = MovingWindowRateLimiter(self.storage)
         self.fixed = FixedWindowRateLimiter(self.storage)
-        self._slots: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
-        ]
-        self._slots = weakref.WeakKeyDictionary()
+        self._slots: PerLoop[asyncio.Semaphore] = PerLoop()
 
     def slots(self, model: str, size: int) -> asyncio.Semaphore:
         """The semaphore bounding ``model``'s calls in flight to ``size``, in this loop."""
-        loop = asyncio.get_running_loop()
-        per_loop = self._slots.get(loop)
-        if per_loop is None:
-            per_loop = self._slots[loop] = {}
-        slot = per_loop.get(model)
+        slots = self._slots.here()
+        slot = slots.get(model)
         if slot is None:
-            slot = per_loop[model] = asyncio.Semaphore(size)
+            slot = slots[model] = asyncio.Semaphore(size)
         return slot
 
     def exceeded(self, model: str, limit: Limit, wait: float | None) -> RateLimitExceeded:

@@ -8,7 +8,24 @@ import sys
 import time
 from typing import Any
 
-from fncore import Agent, RunCompleted, RunOutcome
+import pytest
+
+from fncore import Agent, ConfigError, Container, RunCompleted, RunOutcome, load_container
+
+
+def configured(*entries: dict[str, Any]) -> Container:
+    """A container whose configuration lists ``entries`` under ``[[middleware]]``."""
+    return load_container(overrides={"middleware": list(entries)}, environ={})
+
+
+def config_error(entry: dict[str, Any]) -> str:
+    """The one-line ConfigError that building an agent with ``entry`` raises."""
+    with pytest.raises(ConfigError) as info:
+        configured(entry).agent()
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(f"config key 'middleware[0]' (use = {entry['use']!r}): ")
+    return text
 
 
 async def outcome_of(agent: Agent, prompt: str, *, streaming: bool, **options: Any) -> RunOutcome:

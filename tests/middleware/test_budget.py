@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PRELUDE, outcome_of, run_processes
+from helpers import PRELUDE, config_error, configured, outcome_of, run_processes
 from returns.result import Success
 
 from fncore import (
     Agent,
     BudgetExceeded,
-    ConfigError,
     InMemorySessionStore,
     Message,
     MiddlewareError,
@@ -332,13 +331,9 @@ def test_bad_combinations_are_value_errors(options: dict[str, Any], words: str) 
         budget(**options)
 
 
-def config_container(*entries: dict[str, Any]) -> Any:
-    return load_container(overrides={"middleware": list(entries)}, environ={})
-
-
 async def test_configuration_loads_it_with_use_alone() -> None:
     """Configured by name alone: 100,000 tokens per reply, ending gracefully."""
-    agent = config_container({"use": "budget"}).agent(tools=[add])
+    agent = configured({"use": "budget"}).agent(tools=[add])
     assert agent.describe().positions["model_call"] == ("budget",)
     assert (await agent.run("1 2")).unwrap().output == "add: 3"
 
@@ -382,7 +377,4 @@ prices = { "gpt-4.1-mini" = { input = 0.4, output = 1.6 } }
 )
 def test_configuration_errors_are_one_line(entry: dict[str, Any], words: str) -> None:
     """Wrong values, prices and combinations are one ConfigError line naming the entry."""
-    with pytest.raises(ConfigError) as info:
-        config_container(entry).agent()
-    assert str(info.value).startswith("config key 'middleware[0]' (use = 'budget'): ")
-    assert words in str(info.value)
+    assert words in config_error(entry)

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import outcome_of
+from helpers import config_error, configured, outcome_of
 from returns.result import Failure, Success
 
 from fncore import (
     Agent,
     CallLimitExceeded,
-    ConfigError,
     InMemorySessionStore,
     ModelRequest,
     RegistrationError,
@@ -278,13 +277,9 @@ def test_an_unknown_tool_name_is_a_build_error() -> None:
         agent_with(registry, TestModel())
 
 
-def config_container(*entries: dict[str, Any]) -> Any:
-    return load_container(overrides={"middleware": list(entries)}, environ={})
-
-
 async def test_configuration_loads_it_with_use_alone() -> None:
     """Configured by name alone: 20 model calls per reply, ending gracefully."""
-    container = config_container({"use": "limit_calls"})
+    container = configured({"use": "limit_calls"})
     agent = container.agent(tools=[add])
     positions = agent.describe().positions
     assert positions["model_call"] == ("limit_calls",)
@@ -314,10 +309,7 @@ async def test_configuration_from_a_toml_file(tmp_path: Path) -> None:
 )
 def test_configuration_errors_are_one_line(entry: dict[str, Any], words: str) -> None:
     """Out-of-range values and bad combinations are one ConfigError line naming the entry."""
-    with pytest.raises(ConfigError) as info:
-        config_container(entry).agent()
-    assert str(info.value).startswith("config key 'middleware[0]' (use = 'limit_calls'): ")
-    assert words in str(info.value)
+    assert words in config_error(entry)
 
 
 async def test_a_thousand_concurrent_replies_each_get_exactly_their_calls() -> None:

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PRELUDE, outcome_of, run_processes
+from helpers import PRELUDE, config_error, configured, outcome_of, run_processes
 from returns.result import Success
 
 from fncore import (
     Agent,
-    ConfigError,
     DataPart,
     Message,
     ModelRequest,
@@ -30,6 +29,7 @@ from fncore import (
     load_container,
 )
 from fncore.middleware import rate_limit
+from fncore.middleware.rate_limit import _give_up as give_up
 from fncore.middleware.rate_limit import estimate_tokens
 from fncore.testing import FunctionModel, TestModel
 
@@ -275,6 +275,16 @@ async def test_a_run_cancelled_while_waiting_for_a_slot_leaves_no_slot_taken() -
     assert peak == 1
 
 
+async def test_a_slot_granted_just_as_the_wait_is_given_up_goes_back() -> None:
+    """The race where a slot is granted as its wait ends: the slot is released, not lost."""
+    slot = asyncio.Semaphore(1)
+    waiter = asyncio.ensure_future(slot.acquire())
+    await waiter  # granted, but the caller has stopped waiting
+    give_up(waiter, slot)
+    await asyncio.sleep(0)
+    assert not slot.locked()
+
+
 async def test_each_model_has_its_own_rate() -> None:
     """Limits are per model name: one model's calls do not use another's."""
     registry = rate_limit(requests_per_minute=1, max_wait=0)
@@ -321,13 +331,9 @@ def test_redis_without_its_client_says_what_to_install(monkeypatch: pytest.Monke
         rate_limit(store="redis://127.0.0.1:1/0")
 
 
-def config_container(*entries: dict[str, Any]) -> Any:
-    return load_container(overrides={"middleware": list(entries)}, environ={})
-
-
 async def test_configuration_loads_it_with_use_alone() -> None:
     """Configured by name alone: 60 requests per minute per model, in memory."""
-    container = config_container({"use": "rate_limit"})
+    container = configured({"use": "rate_limit"})
     agent = container.agent()
     assert agent.describe().positions["model_call"] == ("rate_limit",)
     assert (await agent.run("hi")).unwrap().output == "hi"
@@ -366,10 +372,7 @@ store = "{redis_url}"
 )
 def test_configuration_errors_are_one_line(entry: dict[str, Any], words: str) -> None:
     """Out-of-range values and unusable stores are one ConfigError line naming the entry."""
-    with pytest.raises(ConfigError) as info:
-        config_container(entry).agent()
-    assert str(info.value).startswith("config key 'middleware[0]' (use = 'rate_limit'): ")
-    assert words in str(info.value)
+    assert words in config_error(entry)
 
 
 async def test_it_stands_inside_the_other_limits() -> None:
