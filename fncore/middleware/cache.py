@@ -28,7 +28,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Annotated, Any, Generic, TypeVar
 
-from opentelemetry import trace
 from pydantic import Field
 from returns.result import Failure, Success
 
@@ -87,6 +86,9 @@ class _Cache(Generic[_T]):
         self._decode = decode
         self._keep = keep
         self._flights: PerLoop[asyncio.Future[Any]] = PerLoop()
+        from opentelemetry import trace  # imported when used
+
+        self._current_span = trace.get_current_span
 
     async def _get(self, key: str) -> _T | None:
         try:
@@ -116,7 +118,7 @@ class _Cache(Generic[_T]):
         answer instead of reading and calling themselves; if it has none to share (it
         failed, or was cancelled), each makes its own call.
         """
-        span = trace.get_current_span()
+        span = self._current_span()
         flights = self._flights.here()
         flight = flights.get(key)
         if flight is None:

@@ -22,12 +22,9 @@ import asyncio
 import math
 import time
 from dataclasses import replace
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from limits import RateLimitItem, RateLimitItemPerMinute
-from limits.aio.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
-from limits.storage import storage_from_string
 from pydantic import Field
 from returns.result import Failure, Success
 
@@ -46,6 +43,9 @@ from fncore.core import (
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.stores import MAX_CONNECTIONS
+
+if TYPE_CHECKING:
+    from limits import RateLimitItem
 
 CHARS_PER_TOKEN = 4
 """The estimate's rule of thumb: about four characters of text make a token."""
@@ -90,6 +90,8 @@ def estimate_tokens(request: ModelRequest) -> int:
 
 def _open(url: str) -> tuple[Any, Any]:
     """The `limits` storage a store URL names, and what to close when done (or ``None``)."""
+    from limits.storage import storage_from_string  # imported when used: it takes ~30 ms
+
     scheme = urlsplit(url).scheme
     if scheme == "memory":
         if url.rstrip("/") != "memory:":
@@ -127,6 +129,9 @@ class _Limits:
         requests: int | None,
         tokens: int | None,
     ) -> None:
+        from limits import RateLimitItemPerMinute
+        from limits.aio.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
         self.name = name
         self.storage, self._pool = _open(store)
         self.requests: RateLimitItem | None = (
