@@ -20,6 +20,7 @@ FNCORE = {
     "ReasoningNext", "ReasoningPart", "RegistrationError", "Registry", "RequireTool",
     "RoundFinished", "RoundStart", "RoundStarted", "RunCompleted", "RunContext", "RunEnd",
     "RunInfo", "RunNext", "RunOutcome", "RunResult", "RunStart", "State", "RunStream",
+    "ScopeRequired",
     "Session", "SessionConflict", "SessionError", "SessionStore", "SessionUpdate",
     "StackDescription", "StateKey", "StreamEvent", "SystemPromptContext",
     "Terminate", "TextDelta", "TextPart", "TooManyToolErrors", "Tool", "ToolCallArgsDelta",

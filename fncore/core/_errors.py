@@ -27,6 +27,8 @@ an expected outcome. Every error says what failed, where, and what to do about i
     ├── InvalidHistory              the messages break the tool-call/result pairing
     ├── SessionError                the session store failed; the session is unchanged
     │   └── SessionConflict         another run committed to the session first
+    ├── ScopeRequired               a limit counted per session or per tenant, and the run
+    │                               has no session (or no tenant): nothing ran
     └── LimitExceeded               a configured limit stopped the run (built-in middleware)
         ├── CallLimitExceeded       too many model or tool calls (``limit_calls``)
         ├── BudgetExceeded          the token or cost budget is spent (``budget``)
@@ -355,6 +357,22 @@ class DeadlineExceeded(LimitExceeded):
 
     seconds: float = 0.0
     """The deadline, in seconds."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScopeRequired(AgentError):
+    """A limit is counted per session (or per tenant), and this run has none; nothing ran.
+
+    Sessions and request metadata are chosen per run, so the agent cannot know when it is
+    built whether its runs will have them: a run without them fails before any model call
+    instead of running without the limit. Pass ``session_id=`` (or the tenant in
+    ``metadata=``), or drop the per-session (per-tenant) limit.
+    """
+
+    limit: str = ""
+    """The limit that needs the scope, as configured (``model_calls_per_session``, ...)."""
+    scope: Literal["session", "shared"] = "session"
+    """What the run lacks: a session, or the metadata naming its share of a shared store."""
 
 
 class RegistrationError(Exception):

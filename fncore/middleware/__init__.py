@@ -14,7 +14,11 @@ in the reply's or the session's state, shared state in a store chosen by URL.
 
 from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
+from fncore.middleware.budget import Price, budget
+from fncore.middleware.cache import cache
 from fncore.middleware.fallback import answered_by, fallback
+from fncore.middleware.limit_calls import limit_calls
+from fncore.middleware.rate_limit import rate_limit
 from fncore.middleware.retry import retry, retry_tools
 from fncore.middleware.timeout import timeout
 from fncore.middleware.trace import trace
@@ -22,11 +26,16 @@ from fncore.middleware.trace import trace
 __all__ = [
     "BUILTINS",
     "ORDER",
+    "Price",
     "answered_by",
+    "budget",
     "build_middleware",
+    "cache",
     "fallback",
+    "limit_calls",
     "load_factory",
     "place",
+    "rate_limit",
     "retry",
     "retry_tools",
     "timeout",

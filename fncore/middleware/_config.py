@@ -144,7 +144,7 @@ def build_middleware(
                 msg = "needs use = 'a built-in's name' or 'package.module:factory'"
                 raise ConfigError(msg)
             factory = load_factory(use)
-            hints = typing.get_type_hints(factory)
+            hints = typing.get_type_hints(factory, include_extras=True)
             params = _with_models(factory, hints, params, resolve_model)
             arguments = _validated(factory, params)
             try:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
+from pydantic import Field
 from returns.result import Success
 
 from fncore import Model, Outcome, Registry, SystemPromptContext
@@ -37,6 +39,11 @@ def refuses(limit: int = 1) -> Registry:
     if limit > 10:
         msg = f"limit must be at most 10, not {limit}"
         raise ValueError(msg)
+    return Registry()
+
+
+def ranged(limit: Annotated[int, Field(ge=1)] | None = 1) -> Registry:
+    """A factory whose parameter carries a range, as the built-ins' limits do."""
     return Registry()
 
 

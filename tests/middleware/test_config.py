@@ -57,6 +57,7 @@ async def test_entries_keep_their_order_the_first_outermost() -> None:
         ({"use": "custom_factories:stamp", "txet": "x"}, "parameter 'txet': unknown parameter"),
         ({"use": "custom_factories:stamp", "times": "many"}, "parameter 'times':"),
         ({"use": "custom_factories:refuses", "limit": 11}, "limit must be at most 10"),
+        ({"use": "custom_factories:ranged", "limit": 0}, "greater than or equal to 1"),
         ({"use": "custom_factories:not_a_registry"}, "returned dict, not a Registry"),
         ({"use": "custom_factories:missing"}, "is not a function"),
         ({"use": "no_such_module_anywhere:factory"}, "cannot import 'no_such_module_anywhere'"),

@@ -1,0 +1,341 @@
+"""``budget``: a weighted token budget and a cost budget, per reply, per session, per tenant.
+
+Every model call's usage (the `Usage` on its response) is spent from each configured budget:
+
+* tokens, weighted: ``input_weight * input_tokens + output_weight * output_tokens``
+  (AgentScope's reply budget);
+* cost: from a price table per model (per million tokens, in the prices' currency).
+
+Each budget counts in one scope: the reply (``ctx.run.state``), the session
+(``ctx.run.session_state``), or a tenant (the run's ``metadata[tenant_key]``) in a store
+shared by every process that uses the same URL.
+
+A budget is checked before each round: the round that crosses it is not cut short (its cost
+is known only afterwards). What follows is ``exit``:
+
+* ``end`` (default): the next round is the reply's last, told to wrap up (``hint``) and
+  offered no tools. A round after that (the model called a tool anyway), or a reply that
+  starts with its budget already spent, stops before calling the model, with ``message``.
+* ``error``: no further model call is made; the run fails with `BudgetExceeded`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from returns.result import Failure, Success
+
+from fncore.core import (
+    BudgetExceeded,
+    MiddlewareError,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    ReasoningContext,
+    Registry,
+    RunInfo,
+    State,
+    StateKey,
+    Usage,
+)
+from fncore.middleware._place import place
+from fncore.middleware._scopes import Verdict, register_last_round, require_scopes, tenant_of
+from fncore.stores import SharedStore, open_store
+
+HINT = "Your budget is spent. Give your final answer now, with what you have, without tools."
+"""What the last round of a reply is told, by default."""
+
+MESSAGE = "Stopped: the budget is spent."
+"""The output of a reply that ``exit="end"`` stops without another model call."""
+
+Amount = Annotated[float, Field(gt=0)]
+"""A budget: more than zero (weighted tokens, or money in the prices' currency)."""
+
+Weight = Annotated[float, Field(ge=0)]
+"""How much a token counts toward a token budget."""
+
+Meter = Literal["tokens", "cost"]
+"""What a budget counts: weighted tokens, or cost."""
+
+Scope = Literal["reply", "session", "shared"]
+"""Where a budget counts: the reply's state, the session's, or a tenant's share of a store."""
+
+
+class Price(BaseModel):
+    """What a model costs, per million tokens, in the currency of your choice.
+
+    Example:
+        >>> price = Price(input=0.4, output=1.6)
+        >>> round(price.cost(Usage(input_tokens=1_000_000, output_tokens=500_000)), 6)
+        1.2
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float = Field(ge=0)
+    """Per million input tokens."""
+    output: float = Field(ge=0)
+    """Per million output tokens (reasoning tokens included)."""
+    cached_input: float | None = Field(default=None, ge=0)
+    """Per million input tokens read from the provider's prompt cache (default: ``input``)."""
+
+    def cost(self, usage: Usage) -> float:
+        """What ``usage`` costs at this price."""
+        cached = min(usage.cache_read_tokens, usage.input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        fresh = usage.input_tokens - cached
+        total = fresh * self.input + cached * cached_price + usage.output_tokens * self.output
+        return total / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """One configured budget: what it meters, where it counts, how much it allows."""
+
+    limit: str
+    meter: Meter
+    scope: Scope
+    allowed: float
+    key: StateKey[float]
+
+    def amount(self, tokens: float, cost: float) -> float:
+        """What a call that spent ``tokens`` (weighted) and ``cost`` spends from it."""
+        return tokens if self.meter == "tokens" else cost
+
+
+@dataclass(frozen=True, slots=True)
+class _Tenants:
+    """The per-tenant budgets, in a store every process using the same URL shares."""
+
+    budgets: tuple[_Budget, ...]
+    store: SharedStore
+    tenant_key: str
+    period: float
+
+    def _key(self, budget: _Budget, run: RunInfo) -> str:
+        return f"{budget.key.name}:{tenant_of(run, self.tenant_key)}"
+
+    async def over(self, run: RunInfo) -> tuple[_Budget, float] | None:
+        """The first budget ``run``'s tenant has spent, with what it spent, if any."""
+        for budget in self.budgets:
+            spent = await self.store.incr(self._key(budget, run), 0.0, ttl=self.period)
+            if spent >= budget.allowed:
+                return budget, spent
+        return None
+
+    async def spend(self, run: RunInfo, tokens: float, cost: float) -> None:
+        """Spend from each budget of ``run``'s tenant (atomic: exact across processes)."""
+        for budget in self.budgets:
+            amount = budget.amount(tokens, cost)
+            await self.store.incr(self._key(budget, run), amount, ttl=self.period)
+
+
+@dataclass(frozen=True, slots=True)
+class _Books:
+    """What each budget of one ``budget`` middleware spent, wherever it counts."""
+
+    local: tuple[_Budget, ...]
+    """The budgets per reply and per session, in the run's state."""
+    tenants: _Tenants | None
+    """The budgets per tenant, if any."""
+
+    async def over(self, run: RunInfo) -> tuple[_Budget, float] | None:
+        """The first budget ``run`` has spent, with what it spent; ``None`` if none is."""
+        for budget in self.local:
+            spent = _state(budget, run).get(budget.key)
+            if spent >= budget.allowed:
+                return budget, spent
+        return None if self.tenants is None else await self.tenants.over(run)
+
+    async def spend(self, run: RunInfo, tokens: float, cost: float) -> None:
+        """Spend ``tokens`` and ``cost`` from every budget."""
+        for budget in self.local:
+            state = _state(budget, run)
+            state.set(budget.key, state.get(budget.key) + budget.amount(tokens, cost))
+        if self.tenants is not None:
+            await self.tenants.spend(run, tokens, cost)
+
+
+def _state(budget: _Budget, run: RunInfo) -> State:
+    return run.state if budget.scope == "reply" else run.session_state
+
+
+def _exceeded(budget: _Budget, spent: float, name: str) -> BudgetExceeded:
+    unit = "weighted tokens" if budget.meter == "tokens" else "cost"
+    where = "tenant" if budget.scope == "shared" else budget.scope
+    return BudgetExceeded(
+        message=(
+            f"this {where} spent {spent:g} {unit} of its {budget.limit}={budget.allowed:g}: "
+            "raise the budget, or use exit='end' to finish the reply with an answer"
+        ),
+        position="model_call",
+        middleware=name,
+        limit=budget.limit,
+        scope=budget.scope,
+        spent=spent,
+        allowed=budget.allowed,
+    )
+
+
+def budget(
+    *,
+    tokens_per_reply: Amount | None = 100_000,
+    tokens_per_session: Amount | None = None,
+    tokens_per_tenant: Amount | None = None,
+    input_weight: Weight = 1.0,
+    output_weight: Weight = 1.0,
+    prices: Mapping[str, Price] | None = None,
+    cost_per_reply: Amount | None = None,
+    cost_per_session: Amount | None = None,
+    cost_per_tenant: Amount | None = None,
+    tenant_key: str = "tenant",
+    period: Annotated[float, Field(gt=0)] = 86_400.0,
+    store: str = "memory://",
+    exit: Literal["end", "error"] = "end",
+    hint: str = HINT,
+    message: str = MESSAGE,
+    name: str = "budget",
+) -> Registry:
+    """Spend every model call's usage from token and cost budgets; end or fail when spent.
+
+    Args:
+        tokens_per_reply: Weighted tokens one reply may spend (``None``: no limit).
+        tokens_per_session: Weighted tokens one session may spend over all its replies.
+        tokens_per_tenant: Weighted tokens one tenant may spend per ``period``, counted in
+            ``store``.
+        input_weight: How much an input token counts.
+        output_weight: How much an output token counts.
+        prices: Per model name, what a million tokens cost (`Price`); needed by the cost
+            budgets, and only by them.
+        cost_per_reply: What one reply may cost, in the prices' currency.
+        cost_per_session: What one session may cost over all its replies.
+        cost_per_tenant: What one tenant may spend per ``period``, counted in ``store``.
+        tenant_key: The metadata key naming a run's tenant (``run(..., metadata=...)``).
+        period: Seconds after which a tenant's spending starts again from zero, counted from
+            its first call in the period.
+        store: Where per-tenant spending is counted: ``memory://`` (this process) or
+            ``redis://host:port/db`` (every process using it).
+        exit: When a budget is spent, ``"end"`` the reply with a final answer, or fail with
+            an ``"error"`` (`BudgetExceeded`).
+        hint: What the last round of a reply is told (``exit="end"``).
+        message: The output of a reply stopped without another model call (``exit="end"``).
+        name: The middleware's name at each position (to use two instances).
+
+    Returns:
+        A registry with the middleware: at ``model_call`` to spend (and with
+        ``exit="error"`` to refuse calls), at ``reasoning`` for the last round
+        (``exit="end"``), at ``run`` to require a session or tenant if needed.
+
+    Raises:
+        ValueError: for no budget at all, a cost budget without prices, or prices without a
+            cost budget.
+
+    Example:
+        >>> registry = budget(tokens_per_reply=5_000, output_weight=4.0)
+        >>> sorted({r.position for r in registry.middleware})
+        ['model_call', 'reasoning']
+    """
+    amounts: tuple[tuple[str, Meter, Scope, float | None], ...] = (
+        ("tokens_per_reply", "tokens", "reply", tokens_per_reply),
+        ("tokens_per_session", "tokens", "session", tokens_per_session),
+        ("tokens_per_tenant", "tokens", "shared", tokens_per_tenant),
+        ("cost_per_reply", "cost", "reply", cost_per_reply),
+        ("cost_per_session", "cost", "session", cost_per_session),
+        ("cost_per_tenant", "cost", "shared", cost_per_tenant),
+    )
+    budgets = tuple(
+        _Budget(limit, meter, scope, allowed, StateKey(f"{name}.{limit}", default=float))
+        for limit, meter, scope, allowed in amounts
+        if allowed is not None
+    )
+    if not budgets:
+        msg = "budget needs a budget: set tokens_per_reply, cost_per_reply, ..."
+        raise ValueError(msg)
+    costs = [b.limit for b in budgets if b.meter == "cost"]
+    if costs and not prices:
+        msg = (
+            f"budget: {costs[0]} needs prices per model, e.g. "
+            'prices = { "gpt-4.1-mini" = { input = 0.4, output = 1.6 } }'
+        )
+        raise ValueError(msg)
+    if prices and not costs:
+        msg = "budget: prices are only used by a cost budget: set cost_per_reply, ..."
+        raise ValueError(msg)
+    registry = Registry()
+    shared = tuple(b for b in budgets if b.scope == "shared")
+    tenants = None
+    if shared:
+        tenants = _Tenants(shared, registry.own(open_store(store)), tenant_key, period)
+    session = [b.limit for b in budgets if b.scope == "session"]
+    if session or shared:
+        require_scopes(
+            registry,
+            "budget",
+            name,
+            session=session,
+            shared=[b.limit for b in shared],
+            tenant_key=tenant_key,
+        )
+    books = _Books(tuple(b for b in budgets if b.scope != "shared"), tenants)
+    if exit == "end":
+
+        async def verdict(ctx: ReasoningContext) -> Verdict:
+            if await books.over(ctx.run) is None:
+                return "go"
+            # spent before the reply started: it has nothing to wrap up
+            return "stop" if ctx.round == 1 else "last"
+
+        register_last_round(registry, "budget", name, verdict, hint, message)
+    weights = (input_weight, output_weight)
+    _register_spending(registry, books, weights, prices or {}, exit == "error", name)
+    return registry
+
+
+def _price(prices: Mapping[str, Price], *names: str) -> Price | None:
+    return next((prices[n] for n in names if n in prices), None)
+
+
+def _register_spending(
+    registry: Registry,
+    books: _Books,
+    weights: tuple[float, float],
+    prices: Mapping[str, Price],
+    refuse: bool,
+    name: str,
+) -> None:
+    input_weight, output_weight = weights
+
+    @registry.on("model_call", name=name, **place("budget"))
+    async def spend_budget(
+        ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
+        run = ctx.run
+        requested = ctx.model.name
+        if prices and requested not in prices:
+            known = ", ".join(sorted(prices))
+            return Failure(
+                MiddlewareError(
+                    message=(
+                        f"no price for model {requested!r} (priced: {known}): add it to "
+                        "prices, or its cost could not be counted; nothing was sent"
+                    ),
+                    position="model_call",
+                    middleware=name,
+                )
+            )
+        if refuse:
+            over = await books.over(run)
+            if over is not None:
+                return Failure(_exceeded(*over, name))
+        outcome = await call_next(ctx)
+        if type(outcome) is Success:
+            response = outcome.unwrap()
+            usage = response.usage
+            tokens = input_weight * usage.input_tokens + output_weight * usage.output_tokens
+            price = _price(prices, response.model_name, requested)
+            await books.spend(run, tokens, 0.0 if price is None else price.cost(usage))
+        return outcome

@@ -1,0 +1,235 @@
+"""``limit_calls``: at most so many model calls and tool calls, per reply and per session.
+
+Counts live in the run's state, never on the middleware: reply counts in ``ctx.run.state``
+(fresh for every reply, whatever the previous reply ended with) and session counts in
+``ctx.run.session_state`` (committed with the session when a run succeeds).
+
+What happens at a limit is ``exit``:
+
+* ``end`` (default): the reply ends gracefully with an answer from the model. The round
+  that must be the last (one model call left, or no tool call left) is told to answer
+  without tools and offered none; tool calls over the limit get an error result. If the
+  model calls a tool anyway, the run stops before the next model call with ``message``
+  (``stop_reason == "terminated"``).
+* ``error``: the call over the limit is not made and the run fails with `CallLimitExceeded`.
+* ``continue``: a tool call over a tool limit gets an error result telling the model not
+  to call that tool again, and the reply goes on; a model-call limit still ends the reply as
+  with ``end`` (there is no going on without a model call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field
+from returns.result import Failure, Success
+
+from fncore.core import (
+    CallLimitExceeded,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    ReasoningContext,
+    Registry,
+    RunInfo,
+    StateKey,
+    Terminate,
+    ToolCallContext,
+    ToolCallNext,
+    ToolResult,
+)
+from fncore.middleware._place import place
+from fncore.middleware._scopes import Verdict, register_last_round, require_scopes
+
+HINT = "You have reached your call limit. Answer now, with what you have, without calling tools."
+"""What the last round of a reply is told, by default."""
+
+MESSAGE = "Stopped: the call limit was reached before the model gave a final answer."
+"""The output of a reply stopped by ``exit="end"`` when the model would not stop calling tools."""
+
+Count = Annotated[int, Field(ge=0)]
+"""A number of calls: 0 or more."""
+
+
+def _counters(
+    name: str, *limits: tuple[str, Literal["reply", "session"], int | None]
+) -> list[_Counter]:
+    """The counters of the limits that are set, each under its own key in its scope."""
+    return [
+        _Counter(limit, scope, allowed, StateKey(f"{name}.{limit}", default=int))
+        for limit, scope, allowed in limits
+        if allowed is not None
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Counter:
+    """One configured limit: what set it, where it counts, how many calls it allows."""
+
+    limit: str
+    scope: Literal["reply", "session"]
+    allowed: int
+    key: StateKey[int]
+
+    def used(self, run: RunInfo) -> int:
+        """How many calls ``run`` has made so far, in this limit's scope."""
+        state = run.state if self.scope == "reply" else run.session_state
+        return state.get(self.key)
+
+
+def _admit(counters: list[_Counter], run: RunInfo) -> _Counter | None:
+    """Count one call in every counter and return ``None``, or the first counter that is full.
+
+    No await between reading and writing: exact however many runs are concurrent.
+    """
+    for counter in counters:
+        if counter.used(run) >= counter.allowed:
+            return counter
+    for counter in counters:
+        state = run.state if counter.scope == "reply" else run.session_state
+        state.set(counter.key, state.get(counter.key) + 1)
+    return None
+
+
+def _exceeded(
+    counter: _Counter, what: str, name: str, position: Literal["model_call", "tool_call"]
+) -> CallLimitExceeded:
+    return CallLimitExceeded(
+        message=(
+            f"{what} would exceed {counter.limit}={counter.allowed} in this {counter.scope}: "
+            f"raise the limit, or use exit='end' to finish the reply with an answer"
+        ),
+        position=position,
+        middleware=name,
+        limit=counter.limit,
+        scope=counter.scope,
+        allowed=counter.allowed,
+    )
+
+
+def limit_calls(
+    *,
+    model_calls_per_reply: Count | None = 20,
+    model_calls_per_session: Count | None = None,
+    tool_calls_per_reply: Count | None = None,
+    tool_calls_per_session: Count | None = None,
+    tools: Sequence[str] | None = None,
+    exit: Literal["end", "error", "continue"] = "end",
+    hint: str = HINT,
+    message: str = MESSAGE,
+    name: str = "limit_calls",
+) -> Registry:
+    """Limit the model calls and tool calls of each reply, and of each session.
+
+    Args:
+        model_calls_per_reply: Model calls one reply may make (``None``: no limit).
+        model_calls_per_session: Model calls one session may make over all its replies.
+        tool_calls_per_reply: Tool calls one reply may make.
+        tool_calls_per_session: Tool calls one session may make.
+        tools: Count only the calls of these tools, together (``None``: every tool). A name
+            that is not a tool of the agent is a build error.
+        exit: At a limit, ``"end"`` the reply with a final answer, fail with an ``"error"``
+            (`CallLimitExceeded`), or ``"continue"``: tool calls over a tool limit get an
+            error result and the reply goes on (a model-call limit still ends it).
+        hint: What the last round of a reply is told (``exit="end"``).
+        message: The output when the model calls tools even in its last round.
+        name: The middleware's name at each position (to use two instances).
+
+    Returns:
+        A registry with the middleware: at ``model_call`` and ``tool_call`` to count, at
+        ``reasoning`` for the last round, at ``run`` to require a session if needed.
+
+    Raises:
+        ValueError: for no limit at all, or ``tools`` without a tool limit.
+
+    Example:
+        >>> registry = limit_calls(model_calls_per_reply=10, tool_calls_per_reply=3)
+        >>> sorted({r.position for r in registry.middleware})
+        ['model_call', 'reasoning', 'tool_call']
+    """
+    model = _counters(
+        name,
+        ("model_calls_per_reply", "reply", model_calls_per_reply),
+        ("model_calls_per_session", "session", model_calls_per_session),
+    )
+    tool = _counters(
+        name,
+        ("tool_calls_per_reply", "reply", tool_calls_per_reply),
+        ("tool_calls_per_session", "session", tool_calls_per_session),
+    )
+    if not model and not tool:
+        msg = "limit_calls needs a limit: set model_calls_per_reply, tool_calls_per_reply, ..."
+        raise ValueError(msg)
+    if tools is not None and (not tool or not tools):
+        msg = "limit_calls: tools= names the tools a tool-call limit counts; set one, and a tool"
+        raise ValueError(msg)
+    registry = Registry()
+    per_session = [c.limit for c in (*model, *tool) if c.scope == "session"]
+    if per_session:
+        require_scopes(registry, "limit_calls", name, session=per_session)
+    ending = tool if exit == "end" else []  # tool limits that end the reply
+    if exit != "error" and (model or ending):
+
+        async def verdict(ctx: ReasoningContext) -> Verdict:
+            run = ctx.run
+            last = any(c.allowed - c.used(run) <= 1 for c in model) or any(
+                c.used(run) >= c.allowed for c in ending
+            )
+            return "last" if last else "go"
+
+        register_last_round(registry, "limit_calls", name, verdict, hint, message)
+    if model:
+        _register_model_calls(registry, model, exit, message, name)
+    if tool:
+        _register_tool_calls(registry, tool, tools, exit, name)
+    return registry
+
+
+def _register_model_calls(
+    registry: Registry, counters: list[_Counter], exit: str, message: str, name: str
+) -> None:
+    @registry.on("model_call", name=name, **place("limit_calls"))
+    async def limit_model_calls(
+        ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
+        full = _admit(counters, ctx.run)
+        if full is None:
+            return await call_next(ctx)
+        if exit == "error":
+            return Failure(_exceeded(full, "a model call", name, "model_call"))
+        return Failure(Terminate(message))
+
+
+def _register_tool_calls(
+    registry: Registry,
+    counters: list[_Counter],
+    tools: Sequence[str] | None,
+    exit: str,
+    name: str,
+) -> None:
+    which = "any tool" if tools is None else " or ".join(repr(t) for t in tools)
+
+    @registry.on(
+        "tool_call",
+        name=name,
+        tools=None if tools is None else list(tools),
+        **place("limit_calls"),
+    )
+    async def limit_tool_calls(
+        ctx: ToolCallContext, call_next: ToolCallNext
+    ) -> Outcome[ToolResult]:
+        full = _admit(counters, ctx.run)
+        if full is None:
+            return await call_next(ctx)
+        if exit == "error":
+            return Failure(_exceeded(full, f"a call of {ctx.call.name!r}", name, "tool_call"))
+        return Success(
+            ToolResult(
+                f"Not run: the limit of {full.allowed} tool calls per {full.scope} is "
+                f"reached. Do not call {which} again.",
+                is_error=True,
+            )
+        )

@@ -1,0 +1,361 @@
+"""``rate_limit``: requests and tokens per minute, and calls in flight, per model.
+
+Requests per minute count in a moving window (the last 60 seconds, exactly); tokens per
+minute in a fixed one-minute window that starts with its first reservation, because a
+reservation is settled afterwards with the tokens actually used, which only a counter can
+give back. Both come from the `limits` library, in a store chosen by URL: ``memory://``
+(this process) or ``redis://...`` (every process using the same server and ``name``).
+
+Before a call, its tokens are reserved: an estimate of the input (its characters over four)
+plus ``max_tokens`` (or ``output_reserve`` when the request sets none). After the call, the
+reservation is settled with the response's `Usage`: what was not used is given back, what
+was used beyond it is added. A failed call gives its whole reservation back.
+
+A call that finds no capacity waits for it, up to ``max_wait`` seconds, then fails with
+`RateLimitExceeded`. ``max_concurrent`` bounds the calls in flight per model in this
+process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field
+from returns.result import Failure, Success
+
+from fncore.core import (
+    DataPart,
+    ModelCallContext,
+    ModelCallNext,
+    ModelRequest,
+    ModelResponse,
+    Outcome,
+    RateLimitExceeded,
+    Registry,
+    ToolCallPart,
+    ToolResultPart,
+)
+from fncore.middleware._per_loop import PerLoop
+from fncore.middleware._place import place
+from fncore.stores import MAX_CONNECTIONS
+
+if TYPE_CHECKING:
+    from limits import RateLimitItem
+
+CHARS_PER_TOKEN = 4
+"""The estimate's rule of thumb: about four characters of text make a token."""
+
+IMAGE_TOKENS = 1_000
+"""What the estimate counts for an image or other binary part."""
+
+POLL = 1.0
+"""The longest a waiting call sleeps before it looks again (given-back tokens free room)."""
+
+Limit = Literal["requests_per_minute", "tokens_per_minute", "max_concurrent"]
+
+
+def estimate_tokens(request: ModelRequest) -> int:
+    """About how many input tokens ``request`` holds: characters over `CHARS_PER_TOKEN`.
+
+    Counts the instructions, every part of every message (an image as `IMAGE_TOKENS`), the
+    tools' names, descriptions and schemas, and a little per message. No tokenizer: it needs
+    no download and costs microseconds, and the reservation is settled with the real usage.
+
+    Example:
+        >>> from fncore import Message, ModelRequest
+        >>> estimate_tokens(ModelRequest((Message.user("What is two plus three?"),)))
+        10
+    """
+    chars = len(request.instructions)
+    for message in request.messages:
+        chars += 16  # the role and the message's framing
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                chars += len(part.name) + len(part.arguments)
+            elif isinstance(part, ToolResultPart):
+                chars += len(part.content)
+            elif isinstance(part, DataPart):
+                chars += IMAGE_TOKENS * CHARS_PER_TOKEN
+            else:
+                chars += len(part.text)
+    for tool in request.tools:
+        chars += len(tool.name) + len(tool.description) + len(str(tool.parameters))
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _open(url: str) -> tuple[Any, Any]:
+    """The `limits` storage a store URL names, and what to close when done (or ``None``)."""
+    from limits.storage import storage_from_string  # imported when used: it takes ~30 ms
+
+    scheme = urlsplit(url).scheme
+    if scheme == "memory":
+        if url.rstrip("/") != "memory:":
+            msg = f"store {url!r}: memory:// takes no host or options here"
+            raise ValueError(msg)
+        return storage_from_string("async+memory://"), None
+    if scheme in ("redis", "rediss", "unix"):
+        try:
+            import redis.asyncio
+        except ImportError:
+            msg = f"store {url!r} needs the Redis client: pip install 'fncore[redis]'"
+            raise ValueError(msg) from None
+        # A bounded pool, as fncore's own Redis store: many concurrent calls share a few
+        # connections instead of opening one each.
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url, max_connections=MAX_CONNECTIONS, timeout=30
+        )
+        target = f"async+redis+unix{url[4:]}" if scheme == "unix" else f"async+{url}"
+        options: dict[str, Any] = {"connection_pool": pool}  # limits types options as scalars
+        storage = storage_from_string(
+            target, implementation="redispy", key_prefix="fncore:limits", **options
+        )
+        return storage, pool
+    msg = f"store {url!r}: unknown scheme {scheme!r}; use memory:// or redis://host:port"
+    raise ValueError(msg)
+
+
+class _Limits:
+    """One ``rate_limit``'s limiters on their storage, and its slots per model; owned."""
+
+    def __init__(
+        self,
+        name: str,
+        store: str,
+        requests: int | None,
+        tokens: int | None,
+    ) -> None:
+        from limits import RateLimitItemPerMinute
+        from limits.aio.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+        self.name = name
+        self.storage, self._pool = _open(store)
+        self.requests: RateLimitItem | None = (
+            None if requests is None else RateLimitItemPerMinute(requests)
+        )
+        self.tokens: RateLimitItem | None = (
+            None if tokens is None else RateLimitItemPerMinute(tokens)
+        )
+        self.moving = MovingWindowRateLimiter(self.storage)
+        self.fixed = FixedWindowRateLimiter(self.storage)
+        self._slots: PerLoop[asyncio.Semaphore] = PerLoop()
+
+    def slots(self, model: str, size: int) -> asyncio.Semaphore:
+        """The semaphore bounding ``model``'s calls in flight to ``size``, in this loop."""
+        slots = self._slots.here()
+        slot = slots.get(model)
+        if slot is None:
+            slot = slots[model] = asyncio.Semaphore(size)
+        return slot
+
+    def exceeded(self, model: str, limit: Limit, wait: float | None) -> RateLimitExceeded:
+        """The error of a call that found no capacity within ``max_wait``."""
+        after = "" if wait is None else f"; try again in about {wait:.1f}s"
+        return RateLimitExceeded(
+            message=(
+                f"no capacity for model {model!r} within the longest wait: {limit} is "
+                f"reached{after}"
+            ),
+            position="model_call",
+            middleware=self.name,
+            limit=limit,
+            scope="shared",
+            retry_after=wait,
+        )
+
+    async def _try(self, model: str, reserved: int) -> tuple[Limit, float] | None:
+        """Take a request and ``reserved`` tokens: ``None``, or the limit reached and the wait."""
+        tokens, requests = self.tokens, self.requests
+        if tokens is not None and not await self.fixed.hit(tokens, self.name, model, cost=reserved):
+            # a refused fixed-window hit has counted its cost all the same: take it back
+            await self.storage.incr(self._key(tokens, model), tokens.get_expiry(), amount=-reserved)
+            stats = await self.fixed.get_window_stats(tokens, self.name, model)
+            return "tokens_per_minute", stats.reset_time - time.time()
+        if requests is not None and not await self.moving.hit(requests, self.name, model):
+            if tokens is not None:
+                await self.give_back(tokens, model, reserved)
+            stats = await self.moving.get_window_stats(requests, self.name, model)
+            return "requests_per_minute", stats.reset_time - time.time()
+        return None
+
+    async def admit(self, model: str, reserved: int, deadline: float) -> RateLimitExceeded | None:
+        """Wait for a request and ``reserved`` tokens until ``deadline`` (monotonic)."""
+        while True:
+            refused = await self._try(model, reserved)
+            if refused is None:
+                return None
+            limit, wait = refused
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self.exceeded(model, limit, max(wait, 0.0))
+            await asyncio.sleep(min(max(wait, 0.01), left, POLL))
+
+    def _key(self, tokens: RateLimitItem, model: str) -> str:
+        return tokens.key_for(self.name, model)
+
+    async def give_back(self, tokens: RateLimitItem, model: str, amount: int) -> None:
+        """Give back ``amount`` reserved tokens, no more than the window holds.
+
+        A window that ended meanwhile holds less (or nothing): what is given back never
+        becomes credit in a later window.
+        """
+        key = self._key(tokens, model)
+        amount = min(amount, await self.storage.get(key))
+        if amount > 0:
+            await self.storage.incr(key, tokens.get_expiry(), amount=-amount)
+
+    async def settle(
+        self, tokens: RateLimitItem, model: str, reserved: int, outcome: Outcome[ModelResponse]
+    ) -> None:
+        """Settle a reservation with the tokens the call used (none, if it failed)."""
+        used = 0
+        if type(outcome) is Success:
+            usage = outcome.unwrap().usage
+            used = usage.input_tokens + usage.output_tokens
+        if used < reserved:
+            await self.give_back(tokens, model, reserved - used)
+        elif used > reserved:
+            await self.storage.incr(
+                self._key(tokens, model), tokens.get_expiry(), amount=used - reserved
+            )
+
+    async def aclose(self) -> None:
+        """Close the Redis connections, if any."""
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+async def _take(slot: asyncio.Semaphore, wait: float) -> bool:
+    """Take a slot, waiting up to ``wait`` seconds for one; whether it was taken.
+
+    The wait runs in a task of its own, given up after ``asyncio.wait``: cancelling the
+    caller's own task for a timeout (``asyncio.timeout``) proved fragile on Python 3.11, where
+    a cancellation could outlive the timeout and cancel the run.
+    """
+    if not slot.locked():
+        await slot.acquire()  # free: returns at once
+        return True
+    if wait <= 0:
+        return False
+    waiter = asyncio.ensure_future(slot.acquire())
+    try:
+        await asyncio.wait((waiter,), timeout=wait)
+    except BaseException:  # cancelled while waiting
+        _give_up(waiter, slot)
+        raise
+    if waiter.done() and not waiter.cancelled():
+        return True
+    _give_up(waiter, slot)
+    return False
+
+
+def _give_up(waiter: asyncio.Task[Literal[True]], slot: asyncio.Semaphore) -> None:
+    """Stop waiting for a slot; one granted meanwhile (or as the wait ends) goes back."""
+
+    def give_back(done: asyncio.Task[Literal[True]]) -> None:
+        if not done.cancelled():
+            slot.release()
+
+    waiter.cancel()
+    waiter.add_done_callback(give_back)
+
+
+def _too_big(limits: _Limits, model: str, reserved: int, allowed: int) -> RateLimitExceeded:
+    error = limits.exceeded(model, "tokens_per_minute", None)
+    return replace(
+        error,
+        message=(
+            f"a call to model {model!r} reserves about {reserved} tokens (its input, estimated, "
+            f"and max_tokens or output_reserve), more than tokens_per_minute={allowed} ever "
+            "allows: lower max_tokens, or raise the limit"
+        ),
+    )
+
+
+PerMinute = Annotated[int, Field(ge=1)]
+"""A rate: at least one per minute."""
+
+
+def rate_limit(
+    *,
+    requests_per_minute: PerMinute | None = 60,
+    tokens_per_minute: PerMinute | None = None,
+    max_concurrent: Annotated[int, Field(ge=1)] | None = None,
+    max_wait: Annotated[float, Field(ge=0)] = 60.0,
+    output_reserve: Annotated[int, Field(ge=0)] = 1024,
+    store: str = "memory://",
+    name: str = "rate_limit",
+) -> Registry:
+    """Keep each model's calls under requests and tokens per minute, and calls in flight.
+
+    Args:
+        requests_per_minute: Calls per model in any 60 seconds (``None``: no limit).
+        tokens_per_minute: Input plus output tokens per model per minute (``None``: no
+            limit); each call reserves its estimate before it is sent.
+        max_concurrent: Calls per model in flight at once, in this process (``None``: no
+            limit).
+        max_wait: Seconds a call may wait for capacity before it fails with
+            `RateLimitExceeded` (0: fail at once).
+        output_reserve: Tokens reserved for the answer when a request sets no
+            ``max_tokens``.
+        store: Where the rates are counted: ``memory://`` (this process) or
+            ``redis://host:port/db`` (every process using it).
+        name: The middleware's name; also the rates' key, so two agents (or processes) with
+            the same name and store share their limits.
+
+    Returns:
+        A registry with one ``model_call`` middleware, which owns the store's connections.
+
+    Raises:
+        ValueError: for no limit at all, or a store URL it cannot use.
+
+    Example:
+        >>> registry = rate_limit(requests_per_minute=500, tokens_per_minute=200_000)
+        >>> [r.position for r in registry.middleware]
+        ['model_call']
+    """
+    if requests_per_minute is None and tokens_per_minute is None and max_concurrent is None:
+        msg = (
+            "rate_limit needs a limit: set requests_per_minute, tokens_per_minute or max_concurrent"
+        )
+        raise ValueError(msg)
+    limits = _Limits(name, store, requests_per_minute, tokens_per_minute)
+    registry = Registry()
+    registry.own(limits)
+    tokens = limits.tokens
+
+    @registry.on("model_call", name=name, **place("rate_limit"))
+    async def rate_limited(
+        ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
+        model = ctx.model.name
+        deadline = time.monotonic() + max_wait
+        slot = None
+        if max_concurrent is not None:
+            slot = limits.slots(model, max_concurrent)
+            if not await _take(slot, max_wait):
+                return Failure(limits.exceeded(model, "max_concurrent", None))
+        try:
+            reserved = 0
+            if tokens is not None:
+                request = ctx.request
+                answer = request.settings.max_tokens
+                reserved = estimate_tokens(request) + (output_reserve if answer is None else answer)
+                if reserved > tokens.amount:
+                    return Failure(_too_big(limits, model, reserved, tokens.amount))
+            refused = await limits.admit(model, reserved, deadline)
+            if refused is not None:
+                return Failure(refused)
+            outcome = await call_next(ctx)
+            if tokens is not None:
+                await limits.settle(tokens, model, reserved, outcome)
+            return outcome
+        finally:
+            if slot is not None:
+                slot.release()
+
+    return registry

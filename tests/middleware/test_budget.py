@@ -1,0 +1,380 @@
+"""``budget``: weighted tokens and cost, per reply, session and tenant, and each exit."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import PRELUDE, config_error, configured, outcome_of, run_processes
+from returns.result import Success
+
+from fncore import (
+    Agent,
+    BudgetExceeded,
+    InMemorySessionStore,
+    Message,
+    MiddlewareError,
+    ModelRequest,
+    ModelResponse,
+    ProviderUnavailable,
+    Registry,
+    RunEnd,
+    ScopeRequired,
+    StateKey,
+    Usage,
+    load_container,
+)
+from fncore.middleware import Price, budget
+from fncore.middleware.budget import HINT, MESSAGE
+from fncore.stores import RedisStore
+from fncore.testing import FunctionModel, tool_calls
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def costly(input_tokens: int = 100, output_tokens: int = 10, *, name: str = "") -> Any:
+    """A model function: `add` while tools are allowed, then an answer; fixed usage each."""
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        message = (
+            Message.assistant("final")
+            if request.tool_choice == "none"
+            else tool_calls(("add", {"a": 1, "b": 2}))
+        )
+        return ModelResponse(message, Usage(input_tokens, output_tokens, requests=1), "stop", name)
+
+    return reply
+
+
+def agent_with(registry: Registry, model: Any, **options: Any) -> Agent:
+    return Agent(model, registry=registry, tools=[add], **options)
+
+
+def spent_in(registry: Registry, key: str, scope: str = "state") -> list[float]:
+    """Record, at the end of every run, what ``key`` holds in the reply's (session's) state."""
+    seen: list[float] = []
+    state_key: StateKey[float] = StateKey(key, default=float)
+
+    @registry.hook("run_end")
+    async def record(event: RunEnd) -> None:
+        seen.append(getattr(event.run, scope).get(state_key))
+
+    return seen
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_spent_reply_budget_makes_the_next_round_the_last(streaming: bool) -> None:
+    """Weighted tokens: once spent, the next round is told to wrap up and offered no tools."""
+    registry = budget(tokens_per_reply=250, output_weight=4.0)
+    spent = spent_in(registry, "budget.tokens_per_reply")
+    model = FunctionModel(costly())
+    result = (await outcome_of(agent_with(registry, model), "go", streaming=streaming)).unwrap()
+    # 100 + 4 * 10 = 140 per call: over 250 after the second call
+    assert [r.tool_choice for r in model.requests] == ["auto", "auto", "none"]
+    assert [len(r.tools) for r in model.requests] == [1, 1, 0]
+    assert model.requests[-1].messages[-1].text == HINT
+    assert (result.output, result.stop_reason) == ("final", "completed")
+    assert spent == [420.0]
+
+
+async def test_the_weights_default_to_one() -> None:
+    """By default a token is a token: input plus output."""
+    registry = budget()
+    spent = spent_in(registry, "budget.tokens_per_reply")
+    await agent_with(registry, FunctionModel(costly(7, 3))).run("go", tool_choice="none")
+    assert spent == [10.0]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_end_stops_a_model_that_keeps_calling_after_its_last_round(streaming: bool) -> None:
+    """The last round's tool calls are answered, then the run stops without another call."""
+    model = FunctionModel(lambda request: tool_calls(("add", {"a": 1, "b": 1})))
+    registry = budget(tokens_per_reply=1, message="Budget gone.")
+    result = (await outcome_of(agent_with(registry, model), "go", streaming=streaming)).unwrap()
+    assert (result.output, result.stop_reason) == ("Budget gone.", "terminated")
+    assert len(model.requests) == 2
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_error_refuses_the_call_after_the_budget_is_spent(streaming: bool) -> None:
+    """exit='error': no call once spent; the run fails with what was spent and allowed."""
+    model = FunctionModel(costly())
+    registry = budget(tokens_per_reply=250, exit="error")
+    error = (await outcome_of(agent_with(registry, model), "go", streaming=streaming)).failure()
+    assert isinstance(error, BudgetExceeded)
+    assert (error.limit, error.scope, error.spent, error.allowed) == (
+        "tokens_per_reply",
+        "reply",
+        330.0,
+        250.0,
+    )
+    assert (error.position, error.middleware) == ("model_call", "budget")
+    assert "330 weighted tokens of its tokens_per_reply=250" in error.message
+    assert len(model.requests) == 3
+
+
+async def test_each_reply_has_the_whole_reply_budget_and_sessions_add_up() -> None:
+    """Reply budgets start fresh every reply; a session budget spans the session's replies."""
+    model = FunctionModel(costly())
+    store = InMemorySessionStore()
+    registry = budget(tokens_per_reply=300, tokens_per_session=500)
+    agent = agent_with(registry, model, sessions=store)
+    first = (await agent.run("one", session_id="s")).unwrap()  # 110 each: 330, then the last
+    second = (await agent.run("two", session_id="s")).unwrap()  # 440 + 110: over the session's
+    third = (await agent.run("three", session_id="s")).unwrap()  # spent before it started
+    assert (first.rounds, second.rounds) == (4, 2)
+    assert (third.output, third.stop_reason) == (MESSAGE, "terminated")
+    assert len(model.requests) == 6
+    session = await store.load("s")
+    assert session is not None
+    assert session.state["budget.tokens_per_session"] == 660.0
+
+
+async def test_a_failed_call_spends_nothing_and_its_error_passes_through() -> None:
+    """A model error has no usage: nothing is spent, and the run fails with that error."""
+    registry = budget(tokens_per_reply=10)
+    spent = spent_in(registry, "budget.tokens_per_reply")
+    model = FunctionModel(lambda request: ProviderUnavailable(message="down"))
+    error = (await agent_with(registry, model).run("go")).failure()
+    assert isinstance(error, ProviderUnavailable)
+    assert spent == [0.0]
+
+
+def test_a_price_costs_per_million_tokens_and_cached_input_may_be_cheaper() -> None:
+    """Price.cost: input, cached input and output, per million tokens."""
+    usage = Usage(input_tokens=2_000_000, output_tokens=1_000_000, cache_read_tokens=500_000)
+    assert Price(input=1.0, output=4.0).cost(usage) == pytest.approx(6.0)
+    assert Price(input=1.0, output=4.0, cached_input=0.1).cost(usage) == pytest.approx(5.55)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_cost_budget_prices_each_call_by_its_model(streaming: bool) -> None:
+    """cost_per_reply: each call priced from the table; spent, the next round is the last."""
+    model = FunctionModel(costly(1_000_000, 100_000), name="gpt-test")
+    registry = budget(
+        tokens_per_reply=None,
+        prices={"gpt-test": Price(input=0.4, output=1.6)},
+        cost_per_reply=1.0,
+    )
+    spent = spent_in(registry, "budget.cost_per_reply")
+    result = (await outcome_of(agent_with(registry, model), "go", streaming=streaming)).unwrap()
+    assert [r.tool_choice for r in model.requests] == ["auto", "auto", "none"]
+    assert result.output == "final"
+    assert spent == [pytest.approx(3 * 0.56)]  # 0.4 + 0.1 * 1.6 per call
+
+
+async def test_the_answering_model_is_priced_when_the_table_knows_it() -> None:
+    """A response from another model (a fallback) is priced as that model, else as asked."""
+    model = FunctionModel(costly(1_000_000, 0, name="cheap-2026-01-01"), name="main")
+    prices = {"main": Price(input=10.0, output=10.0), "cheap-2026-01-01": Price(input=1, output=1)}
+    registry = budget(tokens_per_reply=None, prices=prices, cost_per_reply=100.0)
+    spent = spent_in(registry, "budget.cost_per_reply")
+    await agent_with(registry, model).run("go", tool_choice="none")
+    assert spent == [pytest.approx(1.0)]
+    registry = budget(tokens_per_reply=None, prices={"main": prices["main"]}, cost_per_reply=100)
+    spent = spent_in(registry, "budget.cost_per_reply")
+    await agent_with(registry, model).run("go", tool_choice="none")
+    assert spent == [pytest.approx(10.0)]
+
+
+async def test_a_model_without_a_price_is_refused_before_the_call() -> None:
+    """Cost that cannot be counted is not silently zero: the call is not made."""
+    model = FunctionModel(costly(), name="unpriced")
+    registry = budget(prices={"other": Price(input=1, output=1)}, cost_per_reply=1.0)
+    error = (await agent_with(registry, model).run("go")).failure()
+    assert isinstance(error, MiddlewareError)
+    assert "no price for model 'unpriced' (priced: other)" in error.message
+    assert model.requests == []
+
+
+@pytest.mark.parametrize(
+    ("options", "metadata", "scope"),
+    [
+        ({"cost_per_session": 1.0}, {}, "session"),
+        ({"tokens_per_tenant": 10.0}, {}, "shared"),
+        ({"tokens_per_tenant": 10.0}, {"tenant": ""}, "shared"),
+        ({"tokens_per_tenant": 10.0, "tenant_key": "org"}, {"tenant": "acme"}, "shared"),
+    ],
+)
+async def test_a_budget_whose_scope_the_run_lacks_fails_before_any_call(
+    options: dict[str, Any], metadata: dict[str, Any], scope: str
+) -> None:
+    """Per-session without a session, per-tenant without the tenant: typed, nothing sent."""
+    if "cost_per_session" in options:
+        options["prices"] = {"function": Price(input=1, output=1)}
+    model = FunctionModel(costly())
+    outcome = await agent_with(budget(**options), model).run("go", metadata=metadata)
+    error = outcome.failure()
+    assert isinstance(error, ScopeRequired)
+    assert (error.scope, error.position, error.middleware) == (scope, "run", "budget")
+    assert model.requests == []
+
+
+async def test_a_tenant_budget_is_shared_by_the_runs_of_a_tenant() -> None:
+    """tokens_per_tenant: one tenant's runs share it; another tenant has its own."""
+    model = FunctionModel(costly(40, 10))
+    registry = budget(tokens_per_reply=None, tokens_per_tenant=250)
+    agent = agent_with(registry, model)
+    acme = {"tenant": "acme"}
+    first = (await agent.run("a", metadata=acme)).unwrap()  # 50 + 50 + 50 + 50 + 50: last
+    second = (await agent.run("b", metadata=acme)).unwrap()  # spent before it started
+    other = (await agent.run("c", metadata={"tenant": "globex"})).unwrap()
+    assert (first.rounds, first.output) == (6, "final")
+    assert (second.output, second.stop_reason) == (MESSAGE, "terminated")
+    assert other.output == "final"
+    await registry.aclose()
+
+
+async def test_a_thousand_concurrent_runs_spend_exactly_from_one_tenant_budget() -> None:
+    """1,000 concurrent runs of one tenant: the shared total is exactly their sum."""
+
+    async def slow(request: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(0)
+        return costly(3, 2)(request)
+
+    registry = budget(tokens_per_reply=12, tokens_per_tenant=1e9, output_weight=2.0)
+    agent = agent_with(registry, FunctionModel(slow))
+    runs = (agent.run(f"run {i}", metadata={"tenant": "acme"}) for i in range(1000))
+    outcomes = await asyncio.gather(*runs)
+    assert all(o.unwrap().rounds == 3 for o in outcomes)  # 7 + 7 >= 12: the third is last
+    store = registry.resources[0]
+    assert await store.incr("budget.tokens_per_tenant:acme", 0.0) == 1000 * 3 * 7.0
+
+
+async def test_tenant_budgets_in_redis_are_shared_by_two_processes(redis_url: str) -> None:
+    """Two processes on one Redis spend from one tenant budget: the total is exact."""
+    script = (
+        PRELUDE
+        + """
+from fncore import Agent, Message, ModelResponse, Usage
+from fncore.middleware import budget
+from fncore.testing import FunctionModel
+
+
+async def main():
+    url, runs = sys.argv[1], int(sys.argv[2])
+    registry = budget(tokens_per_reply=None, tokens_per_tenant=1e9, store=url)
+    model = FunctionModel(lambda r: ModelResponse(Message.assistant("ok"), Usage(3, 2)))
+    agent = Agent(model, registry=registry)
+    await wait_for_start()
+    outcomes = await asyncio.gather(
+        *(agent.run("hi", metadata={"tenant": "acme"}) for _ in range(runs))
+    )
+    await registry.aclose()
+    print(json.dumps(sum(o.unwrap().output == "ok" for o in outcomes)))
+
+
+asyncio.run(main())
+"""
+    )
+    answered = await run_processes(script, redis_url, "300")
+    assert answered == [300, 300]
+    store = RedisStore(redis_url)
+    assert await store.incr("budget.tokens_per_tenant:acme", 0.0) == 600 * 5.0
+    await store.aclose()
+
+
+async def test_a_tenant_spent_in_one_process_is_stopped_in_another(redis_url: str) -> None:
+    """What one process spent from a tenant's budget, the other process sees."""
+    script = (
+        PRELUDE
+        + """
+from fncore import Agent, Message, ModelResponse, Usage
+from fncore.middleware import budget
+from fncore.testing import FunctionModel
+
+
+async def main():
+    registry = budget(tokens_per_reply=None, tokens_per_tenant=5, store=sys.argv[1])
+    model = FunctionModel(lambda r: ModelResponse(Message.assistant("ok"), Usage(3, 2)))
+    outcome = await Agent(model, registry=registry).run("hi", metadata={"tenant": "acme"})
+    await registry.aclose()
+    print(json.dumps(outcome.unwrap().stop_reason))
+
+
+asyncio.run(main())
+"""
+    )
+    assert await run_processes(script, redis_url, count=1) == ["completed"]
+    assert await run_processes(script, redis_url, count=1) == ["terminated"]
+
+
+async def test_a_tenant_budget_starts_again_after_its_period(redis_url: str) -> None:
+    """A tenant's spending expires ``period`` seconds after its first call of the period."""
+    model = FunctionModel(costly(3, 2))
+    registry = budget(tokens_per_reply=None, tokens_per_tenant=5, period=0.2, store=redis_url)
+    agent = agent_with(registry, model)
+    acme = {"tenant": "acme"}
+    assert (await agent.run("a", metadata=acme)).unwrap().rounds == 2
+    assert (await agent.run("b", metadata=acme)).unwrap().stop_reason == "terminated"
+    await asyncio.sleep(0.5)
+    assert (await agent.run("c", metadata=acme)).unwrap().rounds == 2
+    await registry.aclose()
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"tokens_per_reply": None}, "needs a budget"),
+        ({"cost_per_reply": 1.0}, "cost_per_reply needs prices per model"),
+        ({"prices": {"m": Price(input=1, output=1)}}, "prices are only used by a cost budget"),
+    ],
+)
+def test_bad_combinations_are_value_errors(options: dict[str, Any], words: str) -> None:
+    """A budget that could not work is refused when the registry is made."""
+    with pytest.raises(ValueError, match=words):
+        budget(**options)
+
+
+async def test_configuration_loads_it_with_use_alone() -> None:
+    """Configured by name alone: 100,000 tokens per reply, ending gracefully."""
+    agent = configured({"use": "budget"}).agent(tools=[add])
+    assert agent.describe().positions["model_call"] == ("budget",)
+    assert (await agent.run("1 2")).unwrap().output == "add: 3"
+
+
+async def test_configuration_from_a_toml_file_with_a_price_table(tmp_path: Path) -> None:
+    """Prices as a TOML table, validated into Price values; a cost budget applies them."""
+    path = tmp_path / "fncore.toml"
+    path.write_text(
+        """
+[model]
+name = "gpt-4.1-mini"
+
+[[middleware]]
+use = "budget"
+tokens_per_reply = 5000
+cost_per_session = 0.000015
+exit = "error"
+prices = { "gpt-4.1-mini" = { input = 0.4, output = 1.6 } }
+"""
+    )
+    agent = load_container(path, environ={}).agent(tools=[add])
+    first = await agent.run("1 2", session_id="s")
+    assert isinstance(first, Success)  # 2 calls: 9 tokens in, 4 out: 1e-5 spent
+    error = (await agent.run("1 2", session_id="s")).failure()
+    assert isinstance(error, BudgetExceeded)
+    assert (error.limit, error.scope) == ("cost_per_session", "session")
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ({"use": "budget", "tokens_per_reply": 0}, "greater than 0"),
+        ({"use": "budget", "cost_per_reply": 1}, "needs prices"),
+        (
+            {"use": "budget", "cost_per_reply": 1, "prices": {"m": {"input": -1, "output": 1}}},
+            "parameter 'prices.m.input'",
+        ),
+        ({"use": "budget", "exit": "continue"}, "parameter 'exit'"),
+        ({"use": "budget", "tokens_per_tenant": 1, "store": "ftp://x"}, "unknown scheme 'ftp'"),
+    ],
+)
+def test_configuration_errors_are_one_line(entry: dict[str, Any], words: str) -> None:
+    """Wrong values, prices and combinations are one ConfigError line naming the entry."""
+    assert words in config_error(entry)

@@ -1,0 +1,387 @@
+"""``rate_limit``: requests and tokens per minute, calls in flight, waiting, shared stores."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import PRELUDE, config_error, configured, outcome_of, run_processes
+from returns.result import Success
+
+from fncore import (
+    Agent,
+    DataPart,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ProviderUnavailable,
+    RateLimitExceeded,
+    Registry,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+    load_container,
+)
+from fncore.middleware import rate_limit
+from fncore.middleware.rate_limit import _give_up as give_up
+from fncore.middleware.rate_limit import estimate_tokens
+from fncore.testing import FunctionModel, TestModel
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store(request: pytest.FixtureRequest) -> str:
+    """Each store the limits can count in: this process's memory, and a real Redis."""
+    if request.param == "memory":
+        return "memory://"
+    return str(request.getfixturevalue("redis_url"))
+
+
+def answering(input_tokens: int = 3, output_tokens: int = 2, *, name: str = "m") -> FunctionModel:
+    """A model answering every request with the given usage."""
+    usage = Usage(input_tokens, output_tokens, requests=1)
+    return FunctionModel(
+        lambda request: ModelResponse(Message.assistant("ok"), usage, "stop", name), name=name
+    )
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_requests_over_the_rate_are_refused_exactly(store: str, streaming: bool) -> None:
+    """1,000 concurrent runs against 100 requests per minute, no waiting: exactly 100 pass."""
+    registry = rate_limit(requests_per_minute=100, max_wait=0, store=store)
+    agent = Agent(answering(), registry=registry)
+    outcomes = await asyncio.gather(
+        *(outcome_of(agent, f"run {i}", streaming=streaming) for i in range(1000))
+    )
+    assert sum(isinstance(o, Success) for o in outcomes) == 100
+    errors = [o.failure() for o in outcomes if not isinstance(o, Success)]
+    assert all(isinstance(e, RateLimitExceeded) for e in errors)
+    first = errors[0]
+    assert isinstance(first, RateLimitExceeded)
+    assert (first.limit, first.scope, first.middleware) == (
+        "requests_per_minute",
+        "shared",
+        "rate_limit",
+    )
+    assert first.retry_after is not None
+    assert 0 < first.retry_after <= 60
+    await registry.aclose()
+
+
+async def test_two_processes_on_one_redis_share_one_rate(redis_url: str) -> None:
+    """Two processes, 100 concurrent runs each, one limit of 50 a minute: 50 pass in all."""
+    script = (
+        PRELUDE
+        + """
+from fncore import Agent
+from fncore.middleware import rate_limit
+from fncore.testing import TestModel
+
+
+async def main():
+    registry = rate_limit(requests_per_minute=50, max_wait=0, store=sys.argv[1])
+    agent = Agent(TestModel(), registry=registry)
+    await wait_for_start()
+    outcomes = await asyncio.gather(*(agent.run(f"run {i}") for i in range(100)))
+    await registry.aclose()
+    print(json.dumps(sum(o.value_or(None) is not None for o in outcomes)))
+
+
+asyncio.run(main())
+"""
+    )
+    admitted = await run_processes(script, redis_url)
+    assert sum(admitted) == 50
+
+
+async def test_a_call_waits_for_capacity_then_fails_typed() -> None:
+    """No capacity within max_wait: the call waited (at least max_wait), then a typed error."""
+    registry = rate_limit(requests_per_minute=1, max_wait=0.3)
+    model = answering()
+    agent = Agent(model, registry=registry)
+    assert isinstance(await agent.run("first"), Success)
+    started = time.monotonic()
+    error = (await agent.run("second")).failure()
+    assert time.monotonic() - started >= 0.3
+    assert isinstance(error, RateLimitExceeded)
+    assert error.limit == "requests_per_minute"
+    assert len(model.requests) == 1
+
+
+async def test_a_waiting_call_gets_in_when_a_reservation_is_given_back() -> None:
+    """Tokens a call reserved but did not use are given back; a waiting call then gets in."""
+    release, started = asyncio.Event(), asyncio.Event()
+    order: list[str] = []
+
+    async def slow(request: ModelRequest) -> ModelResponse:
+        text = request.messages[-1].text
+        order.append(f"start {text}")
+        if text == "first":
+            started.set()
+            await release.wait()
+        order.append(f"end {text}")
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    registry = rate_limit(requests_per_minute=None, tokens_per_minute=100, max_wait=10)
+    agent = Agent(FunctionModel(slow), registry=registry)
+    settings = ModelSettings(max_tokens=60)  # each reserves ~5 + 60 tokens: one at a time
+    first = asyncio.create_task(agent.run("first", model_settings=settings))
+    await started.wait()
+    second = asyncio.create_task(agent.run("second", model_settings=settings))
+    await asyncio.sleep(0.05)
+    assert order == ["start first"]  # the second is waiting for tokens
+    release.set()
+    assert isinstance(await first, Success)
+    assert isinstance(await second, Success)
+    assert order == ["start first", "end first", "start second", "end second"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_usage_beyond_the_reservation_is_counted(store: str, streaming: bool) -> None:
+    """A call that used more than it reserved is settled with what it used."""
+    registry = rate_limit(
+        requests_per_minute=None, tokens_per_minute=100, output_reserve=10, max_wait=0, store=store
+    )
+    agent = Agent(answering(80, 10), registry=registry)
+    assert isinstance(await outcome_of(agent, "hi", streaming=streaming), Success)
+    error = (await outcome_of(agent, "hi", streaming=streaming)).failure()  # 90 + ~15 > 100
+    assert isinstance(error, RateLimitExceeded)
+    assert error.limit == "tokens_per_minute"
+    await registry.aclose()
+
+
+async def test_a_failed_call_gives_its_whole_reservation_back(store: str) -> None:
+    """A model error used no tokens: its reservation is free again at once."""
+    calls: list[int] = []
+
+    def flaky(request: ModelRequest) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            return ProviderUnavailable(message="down")
+        return "ok"
+
+    registry = rate_limit(tokens_per_minute=100, max_wait=0, store=store)
+    agent = Agent(FunctionModel(flaky), registry=registry)
+    settings = ModelSettings(max_tokens=60)
+    assert isinstance(
+        (await agent.run("a", model_settings=settings)).failure(), ProviderUnavailable
+    )
+    assert isinstance(await agent.run("b", model_settings=settings), Success)
+    await registry.aclose()
+
+
+async def test_a_call_bigger_than_the_token_rate_fails_at_once() -> None:
+    """A reservation over tokens_per_minute could never pass: it fails without waiting."""
+    model = answering()
+    registry = rate_limit(tokens_per_minute=50, output_reserve=100, max_wait=30)
+    error = (await Agent(model, registry=registry).run("hi")).failure()
+    assert isinstance(error, RateLimitExceeded)
+    assert error.limit == "tokens_per_minute"
+    assert "more than tokens_per_minute=50 ever allows" in error.message
+    assert model.requests == []
+
+
+async def test_a_thousand_concurrent_runs_never_exceed_the_calls_in_flight() -> None:
+    """max_concurrent=3 over 1,000 concurrent runs: never more than 3 calls at once, all pass."""
+    running = peak = 0
+
+    async def busy(request: ModelRequest) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        running -= 1
+        return "ok"
+
+    registry = rate_limit(requests_per_minute=None, max_concurrent=3)
+    agent = Agent(FunctionModel(busy), registry=registry)
+    outcomes = await asyncio.gather(*(agent.run(f"run {i}") for i in range(1000)))
+    assert all(isinstance(o, Success) for o in outcomes)
+    assert peak == 3
+
+
+def held_calls(**options: Any) -> tuple[Agent, asyncio.Event]:
+    """An agent whose model calls all wait for the event, rate limited with ``options``."""
+    release = asyncio.Event()
+
+    async def held(request: ModelRequest) -> str:
+        await release.wait()
+        return "ok"
+
+    registry = rate_limit(requests_per_minute=None, **options)
+    return Agent(FunctionModel(held), registry=registry), release
+
+
+async def test_no_free_slot_within_max_wait_is_a_typed_error() -> None:
+    """With max_wait=0, calls beyond max_concurrent in flight fail at once."""
+    agent, release = held_calls(max_concurrent=3, max_wait=0)
+    tasks = [asyncio.create_task(agent.run(f"run {i}")) for i in range(10)]
+    await asyncio.wait(tasks[3:])  # the first three hold the slots; the others fail at once
+    release.set()
+    outcomes = [await t for t in tasks]
+    assert sum(isinstance(o, Success) for o in outcomes) == 3
+    errors = [o.failure() for o in outcomes if not isinstance(o, Success)]
+    assert all(isinstance(e, RateLimitExceeded) and e.limit == "max_concurrent" for e in errors)
+
+
+async def test_a_call_waits_for_a_slot_then_fails_typed() -> None:
+    """No slot frees within max_wait: the call waited (at least max_wait), then an error."""
+    agent, release = held_calls(max_concurrent=1, max_wait=0.2)
+    holder = asyncio.create_task(agent.run("holder"))
+    await asyncio.sleep(0)
+    started = time.monotonic()
+    error = (await agent.run("waiter")).failure()
+    assert time.monotonic() - started >= 0.2
+    assert isinstance(error, RateLimitExceeded)
+    assert error.limit == "max_concurrent"
+    release.set()
+    assert isinstance(await holder, Success)
+    assert isinstance(await agent.run("after"), Success)  # the slot is free again
+
+
+async def test_a_run_cancelled_while_waiting_for_a_slot_leaves_no_slot_taken() -> None:
+    """Cancelling a waiting run gives up its wait; the slots are all free afterwards."""
+    release = asyncio.Event()
+    running = peak = 0
+
+    async def held(request: ModelRequest) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        if request.messages[-1].text == "holder":
+            await release.wait()
+        running -= 1
+        return "ok"
+
+    registry = rate_limit(requests_per_minute=None, max_concurrent=1, max_wait=30)
+    agent = Agent(FunctionModel(held), registry=registry)
+    holder = asyncio.create_task(agent.run("holder"))
+    await asyncio.sleep(0)
+    waiter = asyncio.create_task(agent.run("waiter"))
+    await asyncio.sleep(0.01)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    release.set()
+    assert isinstance(await holder, Success)
+    outcomes = await asyncio.gather(*(agent.run(f"run {i}") for i in range(5)))
+    assert all(isinstance(o, Success) for o in outcomes)
+    assert peak == 1
+
+
+async def test_a_slot_granted_just_as_the_wait_is_given_up_goes_back() -> None:
+    """The race where a slot is granted as its wait ends: the slot is released, not lost."""
+    slot = asyncio.Semaphore(1)
+    waiter = asyncio.ensure_future(slot.acquire())
+    await waiter  # granted, but the caller has stopped waiting
+    give_up(waiter, slot)
+    await asyncio.sleep(0)
+    assert not slot.locked()
+
+
+async def test_each_model_has_its_own_rate() -> None:
+    """Limits are per model name: one model's calls do not use another's."""
+    registry = rate_limit(requests_per_minute=1, max_wait=0)
+    first = Agent(answering(name="alpha"), registry=registry)
+    second = Agent(answering(name="beta"), registry=registry)
+    assert isinstance(await first.run("hi"), Success)
+    assert isinstance(await second.run("hi"), Success)
+    assert isinstance((await first.run("again")).failure(), RateLimitExceeded)
+
+
+def test_the_estimate_counts_every_part_of_the_request() -> None:
+    """Text, tool calls and results, images, instructions and tool schemas all count."""
+    message = Message(
+        "assistant", (ToolCallPart("c1", "add", '{"a": 1}'), DataPart(b"png", "image/png"))
+    )
+    request = ModelRequest(
+        (Message.user("x" * 40), message, Message("tool", (ToolResultPart("c1", "add", "7"),))),
+        instructions="y" * 40,
+        tools=(ToolSpec("add", "Add.", {"type": "object"}),),
+    )
+    chars = 40 + 16 + (16 + 3 + 8 + 4000) + (16 + 1) + 40 + (3 + 4 + len("{'type': 'object'}"))
+    assert estimate_tokens(request) == -(-chars // 4)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"requests_per_minute": None}, "rate_limit needs a limit"),
+        ({"store": "ftp://host"}, "unknown scheme 'ftp'"),
+        ({"store": "memory://?max_entries=5"}, "memory:// takes no host or options"),
+    ],
+)
+def test_bad_parameters_are_value_errors(options: dict[str, Any], words: str) -> None:
+    """No limit, or a store it cannot use, is refused when the registry is made."""
+    with pytest.raises(ValueError, match=words):
+        rate_limit(**options)
+
+
+def test_redis_without_its_client_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A redis:// store without the redis package names the extra to install."""
+    monkeypatch.setitem(sys.modules, "redis", None)
+    monkeypatch.setitem(sys.modules, "redis.asyncio", None)
+    with pytest.raises(ValueError, match=r"pip install 'fncore\[redis\]'"):
+        rate_limit(store="redis://127.0.0.1:1/0")
+
+
+async def test_configuration_loads_it_with_use_alone() -> None:
+    """Configured by name alone: 60 requests per minute per model, in memory."""
+    container = configured({"use": "rate_limit"})
+    agent = container.agent()
+    assert agent.describe().positions["model_call"] == ("rate_limit",)
+    assert (await agent.run("hi")).unwrap().output == "hi"
+    await container.shutdown()
+
+
+async def test_configuration_from_a_toml_file_on_redis(tmp_path: Path, redis_url: str) -> None:
+    """A TOML block with a Redis store; the container closes its connections on shutdown."""
+    path = tmp_path / "fncore.toml"
+    path.write_text(
+        f"""
+[[middleware]]
+use = "rate_limit"
+requests_per_minute = 2
+tokens_per_minute = 100000
+max_concurrent = 4
+max_wait = 0
+store = "{redis_url}"
+"""
+    )
+    container = load_container(path, environ={})
+    agent = container.agent()
+    outcomes = [await agent.run("hi") for _ in range(3)]
+    assert [isinstance(o, Success) for o in outcomes] == [True, True, False]
+    await container.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ({"use": "rate_limit", "requests_per_minute": 0}, "greater than or equal to 1"),
+        ({"use": "rate_limit", "max_wait": -1}, "greater than or equal to 0"),
+        ({"use": "rate_limit", "requests_per_minute": None}, "needs a limit"),
+        ({"use": "rate_limit", "store": "ftp://x"}, "unknown scheme 'ftp'"),
+    ],
+)
+def test_configuration_errors_are_one_line(entry: dict[str, Any], words: str) -> None:
+    """Out-of-range values and unusable stores are one ConfigError line naming the entry."""
+    assert words in config_error(entry)
+
+
+async def test_it_stands_inside_the_other_limits() -> None:
+    """Declared place: inside limit_calls and budget, so each attempt is rate limited."""
+    from fncore.middleware import budget, limit_calls
+
+    registry = Registry()
+    registry.include(rate_limit())
+    registry.include(budget())
+    registry.include(limit_calls())
+    order = Agent(TestModel(), registry=registry).describe().positions["model_call"]
+    assert order == ("limit_calls", "budget", "rate_limit")
