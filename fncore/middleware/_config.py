@@ -94,6 +94,25 @@ def _with_models(
     return out
 
 
+def _input_path(params: Mapping[str, Any], loc: tuple[int | str, ...]) -> list[str]:
+    """The parts of a validation error's location that name places in the input.
+
+    Pydantic puts the name of each union member it tried into the location (``on.str``);
+    those are not keys of the input, so they are left out.
+    """
+    path: list[str] = []
+    current: Any = params
+    for part in loc:
+        in_mapping = isinstance(current, Mapping) and part in current
+        in_list = isinstance(current, list) and isinstance(part, int) and part < len(current)
+        if in_mapping or in_list:
+            current = current[part]
+        elif path:
+            continue
+        path.append(str(part))
+    return path
+
+
 def _validated(factory: MiddlewareFactory, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` checked and coerced against the factory's keyword parameters."""
     signature = inspect.signature(factory)
@@ -113,11 +132,13 @@ def _validated(factory: MiddlewareFactory, params: dict[str, Any]) -> dict[str, 
         checked = checker.model_validate(params)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        key = ".".join(str(part) for part in error["loc"])
+        key = ".".join(_input_path(params, error["loc"]))
         problem = (
             "unknown parameter"
             if error["type"] == "extra_forbidden"
-            else error["msg"].removeprefix("Value error, ")
+            else error["msg"]
+            .removeprefix("Value error, ")
+            .replace("an instance of Sequence", "a list")
         )
         names = ", ".join(fields) or "none"
         msg = f"parameter {key!r}: {problem} (parameters: {names})"

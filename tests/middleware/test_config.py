@@ -61,6 +61,9 @@ async def test_entries_keep_their_order_the_first_outermost() -> None:
         ({"use": "custom_factories:not_a_registry"}, "returned dict, not a Registry"),
         ({"use": "custom_factories:missing"}, "is not a function"),
         ({"use": "no_such_module_anywhere:factory"}, "cannot import 'no_such_module_anywhere'"),
+        ({"use": "retry", "on": 5}, "parameter 'on': Input should be a list"),
+        ({"use": "retry", "on": ["ok", 5]}, "parameter 'on.1': Input should be a valid string"),
+        ({"use": "budget", "prices": {"m": {"input": "a"}}}, "parameter 'prices.m.input':"),
     ],
 )
 def test_a_bad_entry_is_one_line_naming_it(entry: dict[str, Any], words: str) -> None:
