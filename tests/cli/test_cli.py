@@ -25,6 +25,7 @@ from fncore import (
 from fncore.cli import main
 from fncore.cli._commands import example_agent, stream_prompt
 from fncore.cli._example import INSTRUCTION, build_example_agent
+from fncore.middleware import ORDER
 from fncore.testing import TestModel
 
 PROMPT = "What is 2 + 3?"
@@ -352,3 +353,39 @@ def test_subprocess_module_errors_are_one_line() -> None:
     assert done.returncode == 1
     assert done.stdout == ""
     assert "use one of: anthropic, openai, openai-responses, test" in _one_error_line(done.stderr)
+
+
+PRODUCTION = Path(__file__).resolve().parents[2] / "examples" / "production.toml"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_production_example_runs_offline(
+    capsys: pytest.CaptureFixture[str], stream: bool
+) -> None:
+    """examples/production.toml answers the README's prompt on the test model, streaming or not."""
+    argv = ["run", "--config", str(PRODUCTION), *(["--stream"] if stream else []), PROMPT]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == ANSWER
+    assert err.splitlines()[-1].endswith("stop: completed")
+
+
+def test_stack_shows_the_production_built_ins_in_their_places(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`fncore stack` lists every configured built-in where it declared its place."""
+    assert main(["stack", "--config", str(PRODUCTION)]) == 0
+    lines = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()}
+    calls = [name for name in lines["model_call"] if name != "->"]
+    in_order = [name for name in ORDER if name in calls]
+    assert calls == ["trace_model_call", *in_order, "trace_chat", "(model)"]
+    assert len(in_order) == 8
+    tools = [name for name in lines["tool_call"] if name != "->"]
+    assert tools == ["trace_tool_call", "trace", "limit_calls", "retry_tools", "timeout", "(tool)"]
+    assert [name for name in lines["run"] if name != "->"] == [
+        "log_run",
+        "trace",
+        "timeout",
+        "(agent",
+        "loop)",
+    ]
