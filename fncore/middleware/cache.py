@@ -26,7 +26,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 from pydantic import Field
 from returns.result import Failure, Success
@@ -61,6 +61,9 @@ from fncore.middleware._cache_json import (
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.stores import SharedStore, open_store
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 HIT_ATTRIBUTE = "fncore.cache.hit"
 """The span attribute saying whether the cache answered a model or tool call."""
@@ -117,28 +120,31 @@ class _Cache(Generic[_T]):
         calls and keeps the answer. Lookups of the same key meanwhile wait for the leader's
         answer instead of reading and calling themselves; if it has none to share (it
         failed, or was cancelled), each makes its own call.
+
+        The mark (`HIT_ATTRIBUTE`) is set before the call on a miss, while the span the
+        call's attempts copy it to (``trace``'s stand-in for the model call) still can.
         """
         span = self._current_span()
         flights = self._flights.here()
         flight = flights.get(key)
         if flight is None:
-            outcome, hit = await self._lead(key, call, flights)
-        else:
-            shared = await asyncio.shield(flight)
-            outcome, hit = (Success(shared), True) if shared is not None else (await call(), False)
-        span.set_attribute(HIT_ATTRIBUTE, hit)
-        return outcome, hit
+            return await self._lead(key, call, flights, span)
+        shared = await asyncio.shield(flight)
+        span.set_attribute(HIT_ATTRIBUTE, shared is not None)
+        return (Success(shared), True) if shared is not None else (await call(), False)
 
     async def _lead(
         self,
         key: str,
         call: Callable[[], Awaitable[Outcome[_T]]],
         flights: dict[str, asyncio.Future[Any]],
+        span: Span,
     ) -> tuple[Outcome[_T], bool]:
         flight = flights[key] = asyncio.get_running_loop().create_future()
         shared: _T | None = None
         try:
             shared = await self._get(key)
+            span.set_attribute(HIT_ATTRIBUTE, shared is not None)
             if shared is not None:
                 return Success(shared), True
             outcome = await call()

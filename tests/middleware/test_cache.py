@@ -43,7 +43,7 @@ from fncore import (
     Usage,
     load_container,
 )
-from fncore.middleware import cache
+from fncore.middleware import cache, trace
 from fncore.middleware.cache import (
     HIT_ATTRIBUTE,
     decode_response,
@@ -395,6 +395,33 @@ async def test_hits_and_misses_are_marked_on_the_current_span(
         ("tool", True),
         ("model", True),
     ]
+
+
+async def test_with_trace_a_miss_is_marked_on_the_attempts_span() -> None:
+    """With the trace built-in, a miss marks the attempt's chat span false, a hit the call's."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    registry = Registry()
+    registry.include(trace(tracer_provider=provider))
+    registry.include(cache(tools=["lookup"]))
+    agent = Agent(TestModel(), registry=registry, tools=[lookup])
+    await agent.run("Oslo")
+    await agent.run("Oslo")
+    marks = [
+        (s.name, s.attributes.get(HIT_ATTRIBUTE), s.attributes.get("fncore.attempt"))
+        for s in exporter.get_finished_spans()
+        if s.name != "invoke_agent agent"
+    ]
+    assert marks == [
+        ("chat test", False, 1),
+        ("execute_tool lookup", False, None),
+        ("chat test", False, 1),
+        ("chat test", True, 0),
+        ("execute_tool lookup", True, None),
+        ("chat test", True, 0),
+    ]
+    provider.shutdown()
 
 
 async def test_a_sampled_request_is_not_marked() -> None:

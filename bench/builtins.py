@@ -1,0 +1,302 @@
+"""Measure what the built-in middleware cost per run: each alone, and a production stack.
+
+The reference workload of ``overhead.py``: one user message; the model (in-process, zero
+latency) answers with one tool call ``add(a, b)``, the tool runs, the model answers with
+text. Every run's prompt is new (numbered), so that a cache misses; only ``cache_hit``
+repeats one prompt.
+
+Workloads, in interleaved rounds in one process; each figure is the minimum of the
+per-round means (noise only ever adds time):
+
+* ``bare``: ``agent.run`` with no middleware;
+* ``stack``: a production stack: ``trace`` on the SDK's tracer provider (a simple span
+  processor into an in-memory exporter, emptied between rounds) and meter provider (an
+  in-memory reader); ``retry``, ``limit_calls`` and ``budget`` with their defaults;
+  ``rate_limit`` on ``memory://`` with requests and tokens per minute far above what the
+  benchmark sends (its windows are emptied between rounds); ``cache`` on ``memory://``,
+  missing each time (a real miss: the store is read, the model called, the answer written);
+* ``sdk_baseline``: ``bare`` with the same four spans and six measurements as ``trace``
+  made by hand with the SDK's API, from the model and the tool themselves (checked to have
+  the same names, kinds, parents and attributes as ``trace``'s): what the OpenTelemetry SDK
+  itself costs for this run;
+* ``bare`` plus one built-in, for each built-in (``fallback`` with its primary model
+  answering, ``cache`` both missing and hitting, ``timeout`` with its defaults);
+* ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
+  turn per call, as a real model's network call does: what a run schedules for later (a
+  background task, a worker thread's work) runs then, and is timed; with the zero-latency
+  model the loop never turns during a run.
+
+Figures: ``stack_ratio``, the production stack over the bare run, is the one the target
+(at most 3) is measured on. ``stack_ratio_vs_sdk_baseline``, the stack over the SDK
+baseline, tells what fncore adds to what the SDK costs anyway. ``marginal_us`` holds each
+built-in's cost: bare plus it, minus bare, in microseconds. ``stack_ratio_yielding`` and
+``rate_limit_yielding_marginal_us`` are ``stack_ratio`` and ``rate_limit``'s marginal cost
+with the model that yields.
+
+Usage::
+
+    python bench/builtins.py            # full run, human-readable table
+    python bench/builtins.py --json     # the same, then one JSON object as the last line
+    python bench/builtins.py --quick    # a fast smoke run (figures are rough)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from fncore import Agent, Registry
+from fncore.middleware import (
+    budget,
+    cache,
+    fallback,
+    limit_calls,
+    rate_limit,
+    retry,
+    retry_tools,
+    timeout,
+    trace,
+)
+
+if TYPE_CHECKING:  # mypy reads bench/ as a package (see bench/__init__.py)
+    from bench import _measure
+else:  # run as a script, whose folder is on sys.path
+    import _measure
+
+TARGET_STACK_RATIO = 3.0
+"""Goal: a run with the production stack costs at most this many bare runs."""
+
+ANSWER = "1 + 2 = 3."
+"""The final text of every run."""
+
+
+def generous_rate_limit() -> Registry:
+    """``rate_limit`` on ``memory://``, far above anything this benchmark sends: no call waits."""
+    return rate_limit(requests_per_minute=10**9, tokens_per_minute=10**12)
+
+
+def registry_of(*parts: Registry) -> Registry:
+    """One registry including each of ``parts``."""
+    registry = Registry()
+    for part in parts:
+        registry.include(part)
+    return registry
+
+
+def sdk_trace(sdk: _measure.Sdk) -> Registry:
+    """``trace`` on ``sdk``'s providers."""
+    return trace(tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider)
+
+
+def production_stack(sdk: _measure.Sdk) -> Registry:
+    """The production stack, its ``trace`` on ``sdk``'s providers."""
+    return registry_of(
+        sdk_trace(sdk),
+        retry(),
+        limit_calls(),
+        budget(),
+        generous_rate_limit(),
+        cache(),
+    )
+
+
+class Setup:
+    """The agents of every workload, with what is emptied between rounds."""
+
+    def __init__(self) -> None:
+        self.sdk = sdk = _measure.Sdk()
+        self.registries: list[Registry] = []
+        self.alone: dict[str, Registry] = {
+            "trace_sdk": sdk_trace(sdk),
+            "retry": retry(),
+            "retry_tools": retry_tools(),
+            "fallback": fallback(models=[_measure.InstantModel()]),
+            "limit_calls": limit_calls(),
+            "budget": budget(),
+            "rate_limit": generous_rate_limit(),
+            "cache_miss": cache(),
+            "cache_hit": cache(),
+            "timeout": timeout(),
+        }
+        self.by_hand = _measure.HandTraced(sdk)
+        self.agents: dict[str, Agent] = {
+            "bare": self._agent(Registry()),
+            "stack": self._agent(production_stack(sdk)),
+            **{name: self._agent(registry) for name, registry in self.alone.items()},
+        }
+        self.yielding: dict[str, Agent] = {
+            "bare": self._agent(Registry(), yield_once=True),
+            "stack": self._agent(production_stack(sdk), yield_once=True),
+            "rate_limit": self._agent(generous_rate_limit(), yield_once=True),
+        }
+
+    def _agent(self, registry: Registry, *, yield_once: bool = False) -> Agent:
+        self.registries.append(registry)
+        return _measure.agent_with(registry, yield_once=yield_once)
+
+    def workloads(self) -> list[_measure.Workload]:
+        """What is timed: every agent's ``run``, and the SDK baseline."""
+        works = [
+            _measure.Workload(name, agent.run, vary=name != "cache_hit")
+            for name, agent in self.agents.items()
+        ]
+        works.insert(2, _measure.Workload("sdk_baseline", self.by_hand.run, vary=True))
+        works += [
+            _measure.Workload(f"{name}_yielding", agent.run, vary=True)
+            for name, agent in self.yielding.items()
+        ]
+        return works
+
+    async def between(self) -> None:
+        """Empty the exporter and the rate limits' windows (memory stays flat)."""
+        self.sdk.clear()
+        for registry in self.registries:
+            for resource in registry.resources:
+                storage = getattr(resource, "storage", None)  # rate_limit's `limits` storage
+                if storage is not None:
+                    await storage.reset()
+
+    async def check(self) -> None:
+        """Fail loudly if a workload is not what its figure claims it is."""
+        checked = f"{_measure.PROMPT} (check)"
+        for name, agent in (*self.agents.items(), *self.yielding.items()):
+            result = (await agent.run(checked)).unwrap()
+            if result.output != ANSWER or result.rounds != 2:
+                msg = f"{name}: unexpected run result {result!r}"
+                raise RuntimeError(msg)
+        self.sdk.clear()
+        hits: dict[str, list[object]] = {}
+        for name, prompt in (
+            ("miss", f"{_measure.PROMPT} (new)"),
+            ("hit", checked),
+        ):  # cached above
+            await self.agents["stack"].run(prompt)
+            spans = self.sdk.exporter.get_finished_spans()
+            hits[name] = [
+                (s.attributes or {}).get("fncore.cache.hit")
+                for s in spans
+                if s.name == "chat instant"
+            ]
+            self.sdk.clear()
+        if hits != {"miss": [False, False], "hit": [True, True]}:
+            msg = f"the stack's cache did not miss, then hit, as expected: {hits}"
+            raise RuntimeError(msg)
+        traced, by_hand = _measure.Sdk(), _measure.Sdk()
+        await _measure.agent_with(sdk_trace(traced)).run(_measure.PROMPT)
+        await _measure.HandTraced(by_hand).run(_measure.PROMPT)
+        expected, made = _measure.recorded(traced), _measure.recorded(by_hand)
+        if made != expected:
+            msg = f"the SDK baseline does not record what trace does:\n{expected}\n{made}"
+            raise RuntimeError(msg)
+
+
+STACK = ("trace_sdk", "retry", "limit_calls", "budget", "rate_limit", "cache_miss")
+"""The production stack's built-ins, by their ``marginal_us`` names."""
+
+
+async def measure(rounds: int, runs: int) -> _measure.Figures:
+    """Every figure: per-run costs (minimum over rounds), differences and ratios."""
+    setup = Setup()
+    await setup.check()
+    best = await _measure.minimum_of_rounds(setup.workloads(), rounds, runs, setup.between)
+    bare, stack, baseline = best["bare"], best["stack"], best["sdk_baseline"]
+    marginal = {name: best[name] - bare for name in setup.alone}
+    bare_yielding = best["bare_yielding"]
+    return {
+        "bare_us": bare,
+        "stack_us": stack,
+        "sdk_baseline_us": baseline,
+        "stack_ratio": stack / bare,
+        "stack_ratio_vs_sdk_baseline": stack / baseline,
+        "target_stack_ratio": TARGET_STACK_RATIO,
+        "stack_extra_us": stack - bare,
+        "sdk_by_hand_us": baseline - bare,
+        "stack_over_sdk_baseline_us": stack - baseline,
+        "marginal_us": marginal,
+        "marginal_sum_stack_us": sum(marginal[name] for name in STACK),
+        "with_us": {name: best[name] for name in setup.alone},
+        "bare_yielding_us": bare_yielding,
+        "stack_yielding_us": best["stack_yielding"],
+        "stack_ratio_yielding": best["stack_yielding"] / bare_yielding,
+        "rate_limit_yielding_marginal_us": best["rate_limit_yielding"] - bare_yielding,
+        "rounds": rounds,
+        "runs": runs,
+    }
+
+
+def _us(value: float) -> str:
+    return f"{value:8.1f} µs"
+
+
+def _extra(value: float) -> str:
+    return f"{value:+8.1f} µs"
+
+
+ROWS: list[tuple[str, str, Callable[[float], str]]] = [
+    ("bare_us", "a run, no middleware", _us),
+    ("stack_us", "with the production stack", _us),
+    ("sdk_baseline_us", "bare + the same spans and metrics by hand (SDK)", _us),
+    ("stack_extra_us", "the stack's cost", _extra),
+    ("sdk_by_hand_us", "  of which the SDK's spans and metrics by hand", _extra),
+    ("stack_over_sdk_baseline_us", "  of which fncore's (stack - SDK baseline)", _extra),
+    ("marginal_sum_stack_us", "  the stack's built-ins one by one, summed", _extra),
+]
+
+YIELDING_ROWS: list[tuple[str, str, Callable[[float], str]]] = [
+    ("bare_yielding_us", "a run, no middleware", _us),
+    ("stack_yielding_us", "with the production stack", _us),
+    ("rate_limit_yielding_marginal_us", "rate_limit alone: bare + it, minus bare", _extra),
+]
+
+LABELS = {
+    "trace_sdk": "trace (SDK providers, in-memory export)",
+    "retry": "retry (nothing fails)",
+    "retry_tools": "retry_tools (nothing fails)",
+    "fallback": "fallback (the primary answers)",
+    "limit_calls": "limit_calls (defaults)",
+    "budget": "budget (defaults)",
+    "rate_limit": "rate_limit (memory://, never waits)",
+    "cache_miss": "cache, missing (memory://)",
+    "cache_hit": "cache, hitting (memory://)",
+    "timeout": "timeout (defaults)",
+}
+
+
+def _verdict(ratio: float) -> str:
+    return "PASS" if ratio <= TARGET_STACK_RATIO else "MISS"
+
+
+def report(figures: _measure.Figures) -> str:
+    """The figures as a human-readable table."""
+    ratio = figures["stack_ratio"]
+    ratio_yielding = figures["stack_ratio_yielding"]
+    lines = [
+        f"built-in middleware, cost per run ({figures['rounds']} rounds of {figures['runs']} "
+        "runs; minimum of round means)",
+        "workload: 1 user message -> model calls add(a, b) -> tool runs -> model answers text",
+        "stack: trace (SDK), retry, limit_calls, budget, rate_limit (memory://), cache (miss)",
+        "",
+        *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in ROWS),
+        "",
+        f"  {'stack_ratio (stack / bare)':<50} {ratio:8.2f}     target <= "
+        f"{TARGET_STACK_RATIO:g}  {_verdict(ratio)}",
+        f"  {'stack_ratio_vs_sdk_baseline (stack / SDK by hand)':<50} "
+        f"{figures['stack_ratio_vs_sdk_baseline']:8.2f}",
+        "",
+        "  each built-in alone: bare + it, minus bare",
+        *(f"    {LABELS[k]:<48} {_extra(v)}" for k, v in figures["marginal_us"].items()),
+        "",
+        "  the model yielding to the event loop once per call, as a real one does",
+        *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in YIELDING_ROWS),
+        f"  {'stack / bare, yielding':<50} {ratio_yielding:8.2f}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print its figures."""
+    return _measure.main(__doc__, argv, measure, report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
