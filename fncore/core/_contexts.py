@@ -91,6 +91,10 @@ class RunInfo:
     succeeds. Without a session it starts empty and ends with the run."""
     agent: str = "agent"
     """The name of the agent running (``Agent(name=...)``), for traces and logs."""
+    calling: str | None = None
+    """Inside a middleware's own model call (`call_model`), the name it gave as ``by``;
+    ``None`` for the agent's own calls. A ``model_call`` middleware that must not act on
+    such calls (or would re-enter itself) passes them on: ``if ctx.run.calling: ...``."""
     _caller: ModelCaller | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -99,13 +103,14 @@ class RunInfo:
         return self.emit is not None
 
     async def call_model(
-        self, request: ModelRequest, *, model: Model | None = None
+        self, request: ModelRequest, *, model: Model | None = None, by: str = "middleware"
     ) -> Outcome[ModelResponse]:
         """Send ``request`` through the agent's ``model_call`` middleware, then the model.
 
         For middleware that need a model of their own (to summarise, to emulate a tool, to
         moderate): tracing, limits, budgets and retries see the call like any other. It
-        streams nothing to the run's consumer. ``model`` defaults to the agent's.
+        streams nothing to the run's consumer. ``model`` defaults to the agent's; ``by``
+        names the caller, and the call's contexts carry it as `calling`.
 
         Returns:
             The model's response, or the error value (a run without an agent, e.g. a
@@ -116,7 +121,7 @@ class RunInfo:
             return Failure(
                 AgentError(message="call_model needs a run of an Agent; this RunInfo has none")
             )
-        return await caller(self, request, model)
+        return await caller(replace(self, calling=by), request, model)
 
     def map_events(self, fn: EventMap, position: Position = "run") -> RunInfo:
         """A copy whose events pass through ``fn`` before reaching the consumer.

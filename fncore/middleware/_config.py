@@ -30,6 +30,15 @@ BUILTINS: dict[str, str] = {
     "rate_limit": "fncore.middleware.rate_limit:rate_limit",
     "cache": "fncore.middleware.cache:cache",
     "timeout": "fncore.middleware.timeout:timeout",
+    "compact": "fncore.middleware.compact:compact",
+    "repair_history": "fncore.middleware.repair_history:repair_history",
+    "redact_pii": "fncore.middleware.redact_pii:redact_pii",
+    "guard": "fncore.middleware.guard:guard",
+    "patch_tool_calls": "fncore.middleware.patch_tool_calls:patch_tool_calls",
+    "emulate_tools": "fncore.middleware.emulate_tools:emulate_tools",
+    "select_tools": "fncore.middleware.select_tools:select_tools",
+    "cache_prompt": "fncore.middleware.cache_prompt:cache_prompt",
+    "instructions": "fncore.middleware.instructions:instructions",
 }
 """The built-ins by configuration name: where each factory lives (imported when used)."""
 

@@ -11,14 +11,23 @@ from typing import TypedDict
 
 ORDER: tuple[str, ...] = (
     "trace",
+    "redact_pii",
+    "guard",
+    "select_tools",
     "cache",
     "limit_calls",
     "budget",
     "fallback",
+    "repair_history",
     "retry",
     "retry_tools",
     "rate_limit",
+    "cache_prompt",
+    "patch_tool_calls",
     "timeout",
+    "emulate_tools",
+    "compact",
+    "instructions",
 )
 """The built-ins by their place, outermost first."""
 
@@ -35,8 +44,8 @@ def place(name: str) -> Place:
     """The soft ``before``/``after`` hints that put built-in ``name`` in its place.
 
     Example:
-        >>> place("retry")["before"]
-        ['retry_tools', 'rate_limit', 'timeout']
+        >>> place("fallback")["after"]
+        ['trace', 'redact_pii', 'guard', 'select_tools', 'cache', 'limit_calls', 'budget']
     """
     index = ORDER.index(name)
     return {"before": list(ORDER[index + 1 :]), "after": list(ORDER[:index]), "soft": True}

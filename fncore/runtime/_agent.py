@@ -271,7 +271,7 @@ class Agent:
             session_id,
             State() if session is None else session_state(session),
             self.name,
-            engine.call_model,
+            _caller=engine.call_model,
         )
         token = _CURRENT.set(run)
         try:

@@ -871,17 +871,21 @@ async def test_a_middleware_calls_the_model_through_the_model_call_onion(streami
     """ctx.run.call_model passes model_call middleware, streams nothing, checks pairing."""
     registry = Registry()
     seen: list[str] = []
+    callers: list[str | None] = []
 
     @registry.on("model_call")
     async def count(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
         seen.append(ctx.request.messages[-1].text)
+        callers.append(ctx.run.calling)
         return await call_next(ctx)
 
     @registry.on("reasoning")
     async def with_summary(
         ctx: ReasoningContext, call_next: ReasoningNext
     ) -> Outcome[ModelResponse]:
-        summary = await ctx.run.call_model(ModelRequest((Message.user("summarise"),)))
+        summary = await ctx.run.call_model(
+            ModelRequest((Message.user("summarise"),)), by="summariser"
+        )
         broken = await ctx.run.call_model(
             ModelRequest((Message("assistant", (ToolCallPart("x", "add"),)),))
         )
@@ -899,4 +903,5 @@ async def test_a_middleware_calls_the_model_through_the_model_call_onion(streami
         result = run_ok(await agent.run("hello"))
     # the middleware saw all three requests; the unpaired one never reached the model
     assert seen == ["summarise", "", "summarise"]
+    assert callers == ["summariser", "middleware", None]  # whose call it is
     assert result.output == "summarise"
