@@ -238,3 +238,35 @@ async def test_concurrent_runs_each_record_their_own_patch() -> None:
     assert all(run_ok(o).messages[1].tool_results[0].content == "5" for o in outcomes)
     assert len(seen) == 1000
     assert all(len(s) == 1 for s in seen)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"x": "abc"}',
+        '{"tags": "[1,"}',
+        '{"tags": "{\\"a\\": 1}"}',
+        '{"n": 3.5}',
+        '"hello"',
+        '"[1]"',
+    ],
+)
+def test_values_no_rule_fits_stay(raw: str) -> None:
+    """A non-number, broken or mistyped JSON text, a fraction for an integer: unchanged."""
+    assert patch_arguments(raw, SCHEMA) == (raw, ())
+
+
+def test_schemas_without_properties_or_with_odd_refs_are_followed_safely() -> None:
+    """Free-form objects and a $ref to nowhere leave the values alone."""
+    assert patch_arguments('{"a": "1"}', {"type": "object"}) == ('{"a": "1"}', ())
+    odd = {"type": "object", "properties": {"a": {"$ref": "#/nowhere/x"}}, "nowhere": 3}
+    assert patch_arguments('{"a": "1"}', odd) == ('{"a": "1"}', ())
+
+
+async def test_valid_calls_pass_unchanged() -> None:
+    """A call with valid arguments is not patched and not recorded."""
+    model = ScriptedModel([broken_call('{"a": 2, "b": 3}'), "five"])
+    hooks, seen = recorded()
+    result = run_ok(await agent_on(model, hooks).run("add"))
+    assert result.messages[0].tool_calls[0].arguments == '{"a": 2, "b": 3}'
+    assert seen == [()]

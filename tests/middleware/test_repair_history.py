@@ -368,3 +368,67 @@ async def test_concurrent_runs_each_record_their_own_repairs() -> None:
     outcomes = await asyncio.gather(*(agent.run(DANGLING) for _ in range(1000)))
     assert all(not isinstance(o, Failure) for o in outcomes)
     assert seen == [(Repair("interrupted", 1, "add (c1)"),)] * 1000
+
+
+def test_renamed_ids_avoid_the_ids_already_taken() -> None:
+    """A new id never collides with another call's id in the turn."""
+    fixed, _ = repair_pairing([calls("c", "c_2", "c"), results("c", "c_2", "c")])
+    assert [c.id for c in fixed[0].tool_calls] == ["c", "c_2", "c_2_1"]
+    assert [r.call_id for r in fixed[1].tool_results] == ["c", "c_2", "c_2_1"]
+
+
+async def test_binary_text_that_is_not_utf8_becomes_a_note() -> None:
+    """Text data that does not decode is described, not decoded."""
+    model = TestModel()
+    registry = Registry()
+    registry.include(repair_history(media_types=["image/png"]))
+    message = Message("user", (TextPart("see"), DataPart(b"\xff\xfe", "text/plain")))
+    run_ok(await Agent(model, registry=registry).run([message]))
+    assert model.requests[0].messages[0].parts[1] == TextPart(
+        "[text/plain attachment of 2 bytes left out: the model cannot take it]"
+    )
+
+
+async def test_a_repair_seen_again_next_round_is_recorded_once() -> None:
+    """Every round repairs the same imported history; the reply records each repair once."""
+    model = TestModel()
+    hooks, seen = recorded()
+    registry = Registry()
+    registry.include(repair_history(media_types=["image/png"]))
+    registry.include(hooks)
+    message = Message("user", (TextPart("1 + 2"), DataPart(b"a,b", "text/csv")))
+    run_ok(await Agent(model, registry=registry, tools=[add]).run([message]))
+    assert len(model.requests) == 2
+    assert seen == [(Repair("data_converted", 0, "text/csv in a user message"),)]
+
+
+async def test_a_known_signature_is_recorded_once() -> None:
+    """A model that signs the same reasoning twice adds its origin to the session once."""
+    store = InMemorySessionStore()
+    agent = agent_on(ScriptedModel([SIGNED, SIGNED]), sessions=store)
+    run_ok(await agent.run("q", session_id="s"))
+    run_ok(await agent.run("again", session_id="s"))
+    saved = await store.load("s")
+    assert saved is not None
+    assert len(saved.state["fncore.fallback.signed_by"]) == 1
+
+
+async def test_a_broken_session_is_not_rewritten() -> None:
+    """A session whose stored history breaks the rules still fails, as without it."""
+    from fncore import Session
+
+    class Broken(InMemorySessionStore):
+        async def load(self, session_id: str) -> Session | None:
+            return Session(session_id, (Message.user("x"), results("ghost")), version=1)
+
+    outcome_ = await agent_on(TestModel(), sessions=Broken()).run("y", session_id="s")
+    assert isinstance(outcome_, Failure)
+    assert isinstance(outcome_.failure(), InvalidHistory)
+
+
+async def test_a_failed_call_records_no_signature() -> None:
+    """A model error passes through unchanged."""
+    from fncore import ModelError
+
+    outcome_ = await agent_on(ScriptedModel([ModelError(message="down")])).run("hi")
+    assert isinstance(outcome_, Failure)
