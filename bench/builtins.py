@@ -20,7 +20,8 @@ per-round means (noise only ever adds time):
   the same names, kinds, parents and attributes as ``trace``'s): what the OpenTelemetry SDK
   itself costs for this run;
 * ``bare`` plus one built-in, for each built-in (``fallback`` with its primary model
-  answering, ``cache`` both missing and hitting, ``timeout`` with its defaults);
+  answering, ``cache`` both missing and hitting, ``timeout`` with its defaults,
+  ``repair_history`` on a valid history and ``patch_tool_calls`` on valid arguments);
 * ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
   turn per call, as a real model's network call does: what a run schedules for later (a
   background task, a worker thread's work) runs then, and is timed; with the zero-latency
@@ -51,7 +52,9 @@ from fncore.middleware import (
     cache,
     fallback,
     limit_calls,
+    patch_tool_calls,
     rate_limit,
+    repair_history,
     retry,
     retry_tools,
     timeout,
@@ -117,6 +120,8 @@ class Setup:
             "cache_miss": cache(),
             "cache_hit": cache(),
             "timeout": timeout(),
+            "repair_history": repair_history(),
+            "patch_tool_calls": patch_tool_calls(),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -259,6 +264,8 @@ LABELS = {
     "cache_miss": "cache, missing (memory://)",
     "cache_hit": "cache, hitting (memory://)",
     "timeout": "timeout (defaults)",
+    "repair_history": "repair_history (a valid history: nothing to repair)",
+    "patch_tool_calls": "patch_tool_calls (valid arguments: nothing to patch)",
 }
 
 

@@ -18,7 +18,9 @@ from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
 from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.limit_calls import limit_calls
+from fncore.middleware.patch_tool_calls import ToolCallPatch, patch_tool_calls, patched_calls
 from fncore.middleware.rate_limit import rate_limit
+from fncore.middleware.repair_history import Repair, history_repairs, repair_history
 from fncore.middleware.retry import retry, retry_tools
 from fncore.middleware.timeout import timeout
 from fncore.middleware.trace import trace
@@ -27,15 +29,21 @@ __all__ = [
     "BUILTINS",
     "ORDER",
     "Price",
+    "Repair",
+    "ToolCallPatch",
     "answered_by",
     "budget",
     "build_middleware",
     "cache",
     "fallback",
+    "history_repairs",
     "limit_calls",
     "load_factory",
+    "patch_tool_calls",
+    "patched_calls",
     "place",
     "rate_limit",
+    "repair_history",
     "retry",
     "retry_tools",
     "timeout",
