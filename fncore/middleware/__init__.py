@@ -19,6 +19,7 @@ from fncore.middleware.cache import cache
 from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.rate_limit import rate_limit
+from fncore.middleware.redact_pii import PIIBlocked, redact_pii
 from fncore.middleware.retry import retry, retry_tools
 from fncore.middleware.timeout import timeout
 from fncore.middleware.trace import trace
@@ -26,6 +27,7 @@ from fncore.middleware.trace import trace
 __all__ = [
     "BUILTINS",
     "ORDER",
+    "PIIBlocked",
     "Price",
     "answered_by",
     "budget",
@@ -36,6 +38,7 @@ __all__ = [
     "load_factory",
     "place",
     "rate_limit",
+    "redact_pii",
     "retry",
     "retry_tools",
     "timeout",
