@@ -15,9 +15,18 @@ BUILTINS = (
     "cache_miss",
     "cache_hit",
     "timeout",
+    "redact_pii",
 )
 """Every built-in with a marginal cost."""
-MEASURED = ("bare_us", "stack_us", "sdk_baseline_us", "bare_yielding_us", "stack_yielding_us")
+MEASURED = (
+    "bare_us",
+    "stack_us",
+    "sdk_baseline_us",
+    "bare_yielding_us",
+    "stack_yielding_us",
+    "redact_chunk_us",
+    "redact_1k_messages_us",
+)
 """Times measured directly."""
 DERIVED = (
     "stack_ratio",
