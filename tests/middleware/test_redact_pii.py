@@ -30,6 +30,7 @@ from fncore import (
     TextPart,
     ToolCallArgsDelta,
     ToolCallPart,
+    ToolResultPart,
     ToolResultReady,
     load_container,
 )
@@ -489,3 +490,79 @@ async def test_terminate_passes_untouched() -> None:
     model, _ = seen_by_model()
     result = (await Agent(model, registry=registry).run("hi")).unwrap()
     assert result.output == "stopped"
+
+
+async def test_odd_shapes_of_arguments_and_parts() -> None:
+    """Lists and numbers in arguments, non-JSON arguments, signed reasoning and short masks."""
+    got: list[object] = []
+
+    async def mail(to: list[str], count: int) -> str:
+        """Mail several people."""
+        got.append((to, count))
+        return "ok"
+
+    broken = ToolCallPart("c2", "mail", "not json: ann@example.org")
+    history = [
+        Message.user("hi"),
+        Message(
+            "assistant",
+            (ReasoningPart("ann@example.org", signature="sig"), TextPart("x"), broken),
+        ),
+        Message("tool", (ToolResultPart("c2", "mail", "to ann@example.org"),)),
+        Message.user("again ab@c.io and an unknown <EMAIL_9>"),
+    ]
+    model = ScriptedModel(
+        [tool_calls(("mail", {"to": ["ann@example.org", "x"], "count": 2})), "done <EMAIL_9>"]
+    )
+    subject = agent(model, tools=[mail], strategies={"email": "mask"}, detectors=["email"])
+    result = (await subject.run(history)).unwrap()
+    assert got == [(["***********.org", "x"], 2)]
+    sent = model.requests[0].messages
+    assert sent[1].parts[0] == ReasoningPart("ann@example.org", signature="sig")
+    assert sent[1].parts[2].arguments == "not json: ***********.org"  # type: ignore[union-attr]
+    assert sent[2].tool_results[0].content == "to ***********.org"
+    assert sent[3].text == "again ***c.io and an unknown <EMAIL_9>"
+    assert result.output == "done <EMAIL_9>"
+
+
+async def test_a_failed_model_call_and_a_failed_tool_pass_through() -> None:
+    """Errors from inside come back unchanged; a compiled pattern works as a custom detector."""
+    import re
+
+    from fncore import ModelError
+
+    model = ScriptedModel([ModelError(message="down")])
+    outcome = await agent(model, custom={"code": re.compile(r"C-\d+")}).run("C-1")
+    assert isinstance(outcome.failure(), ModelError)
+    assert model.requests[0].messages[-1].text == "[CODE]"
+    with pytest.raises(ValueError, match="name must not be empty"):
+        redact_pii(name="")
+
+
+async def test_a_value_blocked_mid_stream_stops_the_text() -> None:
+    """Block in a streamed answer: nothing from the value on reaches the consumer."""
+    model = ScriptedModel(["fine so far " * 30 + "then AKIAIOSFODNN7EXAMPLE and more"])
+    model.chunk = 5
+    events, outcome = await streamed(agent(model, strategies={"secret": "block"}), "hi")
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text.startswith("fine so far")
+    assert "AKIA" not in all_text(events)
+    assert isinstance(outcome.failure(), PIIBlocked)
+    assert outcome.failure().found_in == "stream"
+
+
+async def test_pseudonyms_stay_unique_when_tool_calls_run_at_once() -> None:
+    """Concurrent tool results of one run get distinct placeholders, each restored."""
+
+    async def who(n: int) -> str:
+        """Whose address is number n."""
+        await asyncio.sleep(0)
+        return f"user{n}@example.org"
+
+    model = ScriptedModel(
+        [tool_calls(("who", {"n": 1}), ("who", {"n": 2}), ("who", {"n": 3})), "<EMAIL_1> <EMAIL_3>"]
+    )
+    result = (await agent(model, tools=[who], strategy="pseudonymize").run("go")).unwrap()
+    contents = sorted(r.content for r in result.messages[1].tool_results)
+    assert contents == ["<EMAIL_1>", "<EMAIL_2>", "<EMAIL_3>"]
+    assert result.output.count("@example.org") == 2
