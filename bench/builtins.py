@@ -43,10 +43,11 @@ Usage::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fncore import Agent, Registry
+from fncore import Agent, Message, ModelRequest, Registry
 from fncore.middleware import (
     budget,
     cache,
@@ -54,12 +55,15 @@ from fncore.middleware import (
     limit_calls,
     patch_tool_calls,
     rate_limit,
+    redact_pii,
     repair_history,
     retry,
     retry_tools,
     timeout,
     trace,
 )
+from fncore.middleware._pii import BUILTIN
+from fncore.middleware._redactor import Rules, Streamer
 
 if TYPE_CHECKING:  # mypy reads bench/ as a package (see bench/__init__.py)
     from bench import _measure
@@ -122,6 +126,7 @@ class Setup:
             "timeout": timeout(),
             "repair_history": repair_history(),
             "patch_tool_calls": patch_tool_calls(),
+            "redact_pii": redact_pii(),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -195,6 +200,53 @@ class Setup:
             raise RuntimeError(msg)
 
 
+REDACT_TEXT = (
+    "Thanks for the update on the quarterly report. Please send the draft to "
+    "ann.lee@example.org before Friday, and copy the team lead. "
+)
+"""A message of ordinary length with one value to find, for the redaction figures."""
+
+
+def _per_call_us(fn: Callable[[], object], calls: int, rounds: int) -> float:
+    """The best mean cost of ``fn`` over ``rounds`` rounds of ``calls`` calls, in µs."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - started) / calls * 1e6)
+    return best
+
+
+def redaction_costs(rounds: int, runs: int) -> dict[str, float]:
+    """``redact_pii``'s redactor alone: per streamed chunk, and per 1,000-message history."""
+    detectors = tuple(BUILTIN.values())
+    rules = Rules(detectors, {d.name: "redact" for d in detectors}, None)
+    chunks = [REDACT_TEXT[i : i + 8] for i in range(0, len(REDACT_TEXT), 8)]
+    streamer = Streamer(rules.outward(None), 256)
+    cycle = iter(range(0))
+
+    def one_chunk() -> None:
+        nonlocal cycle
+        index = next(cycle, None)
+        if index is None:
+            cycle = iter(range(len(chunks)))
+            index = next(cycle)
+        streamer.feed(chunks[index])
+
+    history = tuple(
+        Message.user(REDACT_TEXT) if n % 2 == 0 else Message.assistant(REDACT_TEXT)
+        for n in range(1000)
+    )
+    request = ModelRequest(history)
+    return {
+        "redact_chunk_us": _per_call_us(one_chunk, max(runs, 100), rounds),
+        "redact_1k_messages_us": _per_call_us(
+            lambda: rules.inward(None).request(request), max(runs // 100, 2), rounds
+        ),
+    }
+
+
 STACK = ("trace_sdk", "retry", "limit_calls", "budget", "rate_limit", "cache_miss")
 """The production stack's built-ins, by their ``marginal_us`` names."""
 
@@ -224,6 +276,7 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
         "stack_yielding_us": best["stack_yielding"],
         "stack_ratio_yielding": best["stack_yielding"] / bare_yielding,
         "rate_limit_yielding_marginal_us": best["rate_limit_yielding"] - bare_yielding,
+        **redaction_costs(rounds, runs),
         "rounds": rounds,
         "runs": runs,
     }
@@ -253,6 +306,11 @@ YIELDING_ROWS: list[tuple[str, str, Callable[[float], str]]] = [
     ("rate_limit_yielding_marginal_us", "rate_limit alone: bare + it, minus bare", _extra),
 ]
 
+REDACT_ROWS: list[tuple[str, str, Callable[[float], str]]] = [
+    ("redact_chunk_us", "per streamed chunk of 8 characters (window 256)", _us),
+    ("redact_1k_messages_us", "per request of 1,000 messages (~130 characters)", _us),
+]
+
 LABELS = {
     "trace_sdk": "trace (SDK providers, in-memory export)",
     "retry": "retry (nothing fails)",
@@ -266,6 +324,7 @@ LABELS = {
     "timeout": "timeout (defaults)",
     "repair_history": "repair_history (a valid history: nothing to repair)",
     "patch_tool_calls": "patch_tool_calls (valid arguments: nothing to patch)",
+    "redact_pii": "redact_pii (defaults; nothing to redact)",
 }
 
 
@@ -296,6 +355,9 @@ def report(figures: _measure.Figures) -> str:
         "  the model yielding to the event loop once per call, as a real one does",
         *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in YIELDING_ROWS),
         f"  {'stack / bare, yielding':<50} {ratio_yielding:8.2f}",
+        "",
+        "  redact_pii's redactor alone (every detector, redact)",
+        *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in REDACT_ROWS),
     ]
     return "\n".join(lines)
 

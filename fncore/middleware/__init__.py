@@ -20,6 +20,7 @@ from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.patch_tool_calls import ToolCallPatch, patch_tool_calls, patched_calls
 from fncore.middleware.rate_limit import rate_limit
+from fncore.middleware.redact_pii import PIIBlocked, redact_pii
 from fncore.middleware.repair_history import Repair, history_repairs, repair_history
 from fncore.middleware.retry import retry, retry_tools
 from fncore.middleware.timeout import timeout
@@ -28,6 +29,7 @@ from fncore.middleware.trace import trace
 __all__ = [
     "BUILTINS",
     "ORDER",
+    "PIIBlocked",
     "Price",
     "Repair",
     "ToolCallPatch",
@@ -43,6 +45,7 @@ __all__ = [
     "patched_calls",
     "place",
     "rate_limit",
+    "redact_pii",
     "repair_history",
     "retry",
     "retry_tools",

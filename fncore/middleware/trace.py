@@ -144,14 +144,21 @@ def _telemetry(tracer_provider: TracerProvider, meter_provider: MeterProvider) -
 
 
 class _Run:
-    """One traced run: its telemetry and its ``invoke_agent`` span."""
+    """One traced run: its telemetry and its ``invoke_agent`` span.
 
-    __slots__ = ("described", "span", "telemetry")
+    With content captured, the run's input and answer are taken from its model calls as the
+    model got and gave them (``seen``, ``answer``), inside every other built-in: what a
+    redactor kept from the model stays out of the run's span too.
+    """
+
+    __slots__ = ("answer", "described", "seen", "span", "telemetry")
 
     def __init__(self, telemetry: _Telemetry, span: Span) -> None:
         self.telemetry = telemetry
         self.span = span
         self.described = False
+        self.seen: str | None = None
+        self.answer: Message | None = None
 
     def describe(self, provider: str, model: str) -> None:
         """Name the run's provider and model after its first model call (once)."""
@@ -376,22 +383,24 @@ def trace(
             }
             if run.session_id is not None:
                 attributes[g.CONVERSATION_ID] = run.session_id
-            if capture:
-                attributes[g.INPUT_MESSAGES] = g.messages_json(ctx.messages, limit)
             span = made.tracer.start_span(
                 f"{g.INVOKE_AGENT} {run.agent}", kind=SpanKind.INTERNAL, attributes=attributes
             )
-        marker = current_run.set(_Run(made, span))
+        traced = _Run(made, span)
+        marker = current_run.set(traced)
         try:
             if made.tracer is None:  # metrics only: the caller's span stays the current one
                 return await call_next(ctx)
-            return await _within(span, call_next(ctx), lambda outcome: _ran(span, outcome))
+            return await _within(span, call_next(ctx), lambda outcome: _ran(traced, outcome))
         finally:
             current_run.reset(marker)
 
-    def _ran(span: Span, outcome: Outcome[RunResult]) -> None:
+    def _ran(run: _Run, outcome: Outcome[RunResult]) -> None:
+        span = run.span
         if not span.is_recording():
             return
+        if capture and run.seen is not None:
+            span.set_attribute(g.INPUT_MESSAGES, run.seen)
         if type(outcome) is not Success:
             _halted(span, outcome.failure(), capture, limit)
             return
@@ -403,6 +412,8 @@ def trace(
             found[g.TERMINATED] = True
         if capture:
             answer = Message.assistant(result.output)
+            if run.answer is not None and result.stop_reason != "terminated":
+                answer = run.answer
             found[g.OUTPUT_MESSAGES] = g.output_json(answer, result.stop_reason, limit)
         span.set_attributes(found)
 
@@ -506,8 +517,15 @@ def trace(
             )
             call.copy_to(span)
 
+            own = ctx.run.calling is None  # not a middleware's own call (call_model)
+            if capture and own and run.seen is None:
+                run.seen = g.messages_json(ctx.request.messages, limit)
+
             def done(outcome: Outcome[ModelResponse]) -> None:
                 clock.stop()
+                if capture and own and type(outcome) is Success:
+                    response: ModelResponse = outcome.unwrap()
+                    run.answer = response.message
                 if span.is_recording():
                     _answered(span, outcome, clock.to_first)
 

@@ -17,9 +17,18 @@ BUILTINS = (
     "timeout",
     "repair_history",
     "patch_tool_calls",
+    "redact_pii",
 )
 """Every built-in with a marginal cost."""
-MEASURED = ("bare_us", "stack_us", "sdk_baseline_us", "bare_yielding_us", "stack_yielding_us")
+MEASURED = (
+    "bare_us",
+    "stack_us",
+    "sdk_baseline_us",
+    "bare_yielding_us",
+    "stack_yielding_us",
+    "redact_chunk_us",
+    "redact_1k_messages_us",
+)
 """Times measured directly."""
 DERIVED = (
     "stack_ratio",

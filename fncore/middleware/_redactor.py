@@ -1,0 +1,279 @@
+"""The one redactor behind every path of `redact_pii`: texts, messages, JSON, streams.
+
+A `Rules` holds what is configured (detectors, a strategy per detector, the salt). For
+each model call or tool call it makes a `Pass` bound to the run's pseudonyms, in one of two
+directions: ``inward`` (towards the model: every strategy applies, values become
+placeholders) or ``outward`` (from the model: placeholders are restored, values the model
+wrote itself get their strategy, except ``pseudonymize``, which has nothing to hide from
+the one who owns the value). A `Streamer` applies a pass to text arriving in pieces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias
+
+from fncore.core import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    ReasoningPart,
+    StateKey,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from fncore.middleware._pii import Detector, Span, find
+
+Strategy: TypeAlias = Literal["redact", "mask", "hash", "block", "pseudonymize"]
+"""What happens to a value found: see the `redact_pii` page."""
+
+PSEUDONYMS: StateKey[dict[str, str]] = StateKey("fncore.redact_pii.pseudonyms", default=dict)
+"""Placeholder -> original value, in the session's state (the reply's, without a session)."""
+
+_PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9_]*)_([1-9][0-9]*)>")
+
+
+class Blocked(Exception):
+    """A value under the ``block`` strategy was found (only its label travels)."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(label)
+        self.label = label
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The configuration of one `redact_pii`: what to find and what to do with it."""
+
+    detectors: tuple[Detector, ...]
+    strategies: Mapping[str, Strategy]
+    salt: bytes | None = field(repr=False)
+
+    @property
+    def pseudonymizes(self) -> bool:
+        """Whether some detector's strategy is ``pseudonymize`` (so pseudonyms are kept)."""
+        return "pseudonymize" in self.strategies.values()
+
+    def inward(self, pseudonyms: dict[str, str] | None) -> Pass:
+        """A pass for what goes to the model."""
+        return Pass(self, self.detectors, pseudonyms, restore=False)
+
+    def outward(self, pseudonyms: dict[str, str] | None, *, restore: bool = True) -> Pass:
+        """A pass for what comes from the model (``restore``: put the originals back)."""
+        kept = tuple(d for d in self.detectors if self.strategies[d.name] != "pseudonymize")
+        return Pass(self, kept, pseudonyms if restore else None, restore=restore)
+
+
+class Pass:
+    """One direction of redaction over one run's pseudonyms."""
+
+    __slots__ = ("_counts", "_detectors", "_originals", "_placeholders", "_rules")
+
+    def __init__(
+        self,
+        rules: Rules,
+        detectors: tuple[Detector, ...],
+        pseudonyms: dict[str, str] | None,
+        *,
+        restore: bool,
+    ) -> None:
+        self._rules = rules
+        self._originals = pseudonyms  # placeholder -> value (shared with the run's state)
+        self._placeholders: dict[str, str] | None = None
+        self._counts: dict[str, int] = {}
+        if pseudonyms is not None and restore and pseudonyms:
+            detectors = (Detector("placeholder", "", self._known_placeholders), *detectors)
+        self._detectors = detectors
+
+    def _known_placeholders(self, text: str) -> Iterator[tuple[int, int]]:
+        originals = self._originals or {}
+        for match in _PLACEHOLDER.finditer(text):
+            if match.group() in originals:
+                yield match.span()
+
+    def _pseudonym(self, label: str, value: str) -> str:
+        originals = self._originals
+        if originals is None:  # pragma: no cover - a pass that pseudonymizes has them
+            msg = "pseudonymize needs the run's pseudonyms"
+            raise RuntimeError(msg)
+        placeholders = self._placeholders
+        if placeholders is None or len(placeholders) != len(originals):
+            # built once, and again if a concurrent call of the run added some meanwhile
+            placeholders = self._placeholders = {v: k for k, v in originals.items()}
+        found = placeholders.get(value)
+        if found is None:
+            number = self._counts.get(label)
+            if number is None:
+                prefix = f"<{label}_"
+                number = sum(k.startswith(prefix) for k in originals)
+            number += 1
+            while f"<{label}_{number}>" in originals:
+                number += 1
+            self._counts[label] = number
+            found = f"<{label}_{number}>"
+            originals[found] = value
+            placeholders[value] = found
+        return found
+
+    def replacement(self, span: Span, value: str) -> str:
+        """What ``value`` (found by ``span``'s detector) becomes."""
+        detector = span.detector
+        if detector.name == "placeholder":
+            return (self._originals or {}).get(value, value)
+        label = detector.label
+        strategy = self._rules.strategies[detector.name]
+        if strategy == "redact":
+            return f"[{label}]"
+        if strategy == "mask":
+            return "*" * (len(value) - 4) + value[-4:] if len(value) > 4 else "*" * len(value)
+        if strategy == "hash":
+            salt = self._rules.salt or b""
+            digest = hmac.new(salt, value.encode(), hashlib.sha256).hexdigest()[:16]
+            return f"[{label}:{digest}]"
+        if strategy == "pseudonymize":
+            return self._pseudonym(label, value)
+        raise Blocked(label)
+
+    def spans(self, text: str) -> list[Span]:
+        """What the pass's detectors find in ``text``."""
+        return find(text, self._detectors)
+
+    def apply(self, text: str, spans: Sequence[Span], end: int | None = None) -> str:
+        """``text[:end]`` with each of ``spans`` (all ending by ``end``) replaced."""
+        stop = len(text) if end is None else end
+        if not spans:
+            return text if end is None else text[:stop]
+        out: list[str] = []
+        at = 0
+        for span in spans:
+            out.append(text[at : span.start])
+            out.append(self.replacement(span, text[span.start : span.end]))
+            at = span.end
+        out.append(text[at:stop])
+        return "".join(out)
+
+    def text(self, text: str) -> str:
+        """``text`` with every value found replaced.
+
+        Raises:
+            Blocked: for a value under the ``block`` strategy.
+        """
+        if not text:
+            return text
+        return self.apply(text, self.spans(text))
+
+    def json(self, raw: str) -> str:
+        """JSON text with every string in it passed through `text` (as text, if not JSON)."""
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return self.text(raw)
+        changed = self.data(parsed)
+        return raw if changed is parsed else json.dumps(changed, ensure_ascii=False)
+
+    def data(self, value: object) -> object:
+        """Strings in JSON-like data passed through `text`; the same object if none changed."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            items = [self.data(v) for v in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        if isinstance(value, dict):
+            pairs = {k: self.data(v) for k, v in value.items()}
+            return value if all(pairs[k] is value[k] for k in value) else pairs
+        return value
+
+    def part(self, part: Part) -> Part:
+        """One message part with its text passed (the same part if nothing changed)."""
+        if isinstance(part, TextPart):
+            text = self.text(part.text)
+            return part if text == part.text else TextPart(text)
+        if isinstance(part, ToolResultPart):
+            content = self.text(part.content)
+            return part if content == part.content else replace(part, content=content)
+        if isinstance(part, ToolCallPart):
+            arguments = self.json(part.arguments)
+            return part if arguments == part.arguments else replace(part, arguments=arguments)
+        if isinstance(part, ReasoningPart) and part.signature is None and part.redacted is None:
+            text = self.text(part.text)
+            return part if text == part.text else replace(part, text=text)
+        return part  # data, and reasoning a provider signed (it must go back unchanged)
+
+    def message(self, message: Message) -> Message:
+        """A message with each part passed (the same message if nothing changed)."""
+        parts = tuple([self.part(p) for p in message.parts])
+        if all(a is b for a, b in zip(parts, message.parts, strict=True)):
+            return message
+        return replace(message, parts=parts)
+
+    def request(self, request: ModelRequest) -> ModelRequest:
+        """Every message and the instructions of a request passed."""
+        messages = tuple([self.message(m) for m in request.messages])
+        instructions = self.text(request.instructions)
+        same = all(a is b for a, b in zip(messages, request.messages, strict=True))
+        if same and instructions == request.instructions:
+            return request
+        return replace(request, messages=messages, instructions=instructions)
+
+    def response(self, response: ModelResponse, tool_arguments: Pass) -> ModelResponse:
+        """A response passed: its text by this pass, its tool calls' arguments by the other."""
+        parts = tuple(
+            [
+                tool_arguments.part(p) if type(p) is ToolCallPart else self.part(p)
+                for p in response.message.parts
+            ]
+        )
+        if all(a is b for a, b in zip(parts, response.message.parts, strict=True)):
+            return response
+        return replace(response, message=replace(response.message, parts=parts))
+
+
+class Streamer:
+    """A pass over text that arrives in pieces, holding back what a match could still reach.
+
+    Nothing is released while it could still turn out to be (part of) a value: the last
+    ``window`` characters are held, and so is any value found that reaches into them, however
+    long it grows. `flush` releases the rest, redacted, at the end.
+    """
+
+    __slots__ = ("_held", "_pass", "_window")
+
+    def __init__(self, redactor: Pass, window: int) -> None:
+        self._pass = redactor
+        self._window = window
+        self._held = ""
+
+    def feed(self, chunk: str) -> str:
+        """The redacted text that is now safe to release (perhaps ``""``).
+
+        Raises:
+            Blocked: for a value under the ``block`` strategy.
+        """
+        text = self._held + chunk
+        cut = len(text) - self._window
+        if cut <= 0:
+            self._held = text
+            return ""
+        spans = self._pass.spans(text)
+        done = 0
+        for span in spans:
+            if span.start >= cut:
+                break
+            if span.end > cut:
+                cut = span.start
+                break
+            done += 1
+        self._held = text[cut:]
+        return self._pass.apply(text, spans[:done], cut)
+
+    def flush(self) -> str:
+        """Whatever is held, redacted; the streamer is then empty."""
+        text, self._held = self._held, ""
+        return self._pass.text(text)

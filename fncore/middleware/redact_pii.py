@@ -1,0 +1,303 @@
+"""``redact_pii``: personal data and secrets kept from the model, from traces and from streams.
+
+One redactor serves every path. At ``model_call``, before the model: every message of the
+request (user, assistant, tool results, tool-call arguments; not only the last) and the
+system prompt. After it: the answer, its tool calls' arguments, and the streamed text,
+reasoning and argument fragments. At ``tool_call``: the arguments before the tool runs
+(placeholders put back) and the result before anyone else sees it.
+
+Strategies: ``redact`` (``[EMAIL]``), ``mask`` (all but the last 4 characters), ``hash``
+(salted HMAC-SHA256), ``block`` (the run fails with `PIIBlocked`, or terminates with a
+message) and ``pseudonymize`` (``<EMAIL_1>`` for the model; the originals back in its
+answer and in the tools' arguments). The pseudonyms live in the session's state, so a
+conversation that goes on keeps them; without a session, that state is the reply's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr
+from returns.result import Failure, Success
+
+from fncore.core import (
+    AgentError,
+    Halt,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    Position,
+    ReasoningDelta,
+    Registry,
+    RunInfo,
+    StreamEvent,
+    Terminate,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallContext,
+    ToolCallNext,
+    ToolResult,
+)
+from fncore.middleware._errors import checked
+from fncore.middleware._pii import BUILTIN, BUILTIN_NAMES, Builtin, Detector, Finder
+from fncore.middleware._place import place
+from fncore.middleware._redactor import PSEUDONYMS, Blocked, Pass, Rules, Strategy, Streamer
+
+__all__ = ["PIIBlocked", "redact_pii"]
+
+BLOCK_MESSAGE = "I can't go on with this: it holds data that must not be shared ({label})."
+"""What a run ends with under ``block_with="terminate"``; ``{label}`` names what was found."""
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PIIBlocked(AgentError):
+    """A value under the ``block`` strategy was found; the value itself is never carried."""
+
+    label: str
+    """What was found (``EMAIL``, ``SECRET``, a custom detector's name in capitals)."""
+    found_in: str
+    """Where: ``request``, ``answer``, ``stream``, ``tool arguments``, ``tool result``."""
+
+
+def _custom(name: str, how: str | re.Pattern[str] | Finder) -> Detector:
+    if not _NAME.fullmatch(name) or name in BUILTIN:
+        msg = (
+            f"custom detector {name!r}: name it in lower case (letters, digits, _), and not "
+            f"as a built-in ({', '.join(BUILTIN)})"
+        )
+        raise ValueError(msg)
+    if callable(how):
+        return Detector(name, name.upper(), how)
+    try:
+        pattern = re.compile(how) if isinstance(how, str) else how
+    except re.error as exc:
+        msg = f"custom detector {name!r}: not a regular expression: {exc}"
+        raise ValueError(msg) from None
+
+    def finder(text: str) -> Iterator[tuple[int, int]]:
+        for match in pattern.finditer(text):
+            yield match.span()
+
+    return Detector(name, name.upper(), finder)
+
+
+def _rules(
+    detectors: Sequence[str],
+    strategy: Strategy,
+    strategies: Mapping[str, Strategy],
+    custom: Mapping[str, str | re.Pattern[str] | Finder],
+    salt: SecretStr | None,
+) -> Rules:
+    chosen = [BUILTIN[n] for n in BUILTIN if n in set(detectors)]
+    chosen += [_custom(n, how) for n, how in custom.items()]
+    names = [d.name for d in chosen]
+    unknown = sorted(set(strategies) - set(names))
+    if unknown:
+        msg = f"strategies: {', '.join(unknown)} is not a detector in use ({', '.join(names)})"
+        raise ValueError(msg)
+    per = {n: strategies.get(n, strategy) for n in names}
+    if "hash" in per.values() and salt is None:
+        msg = "strategy 'hash' needs a salt: set salt (a secret, kept out of the code)"
+        raise ValueError(msg)
+    key = None if salt is None else salt.get_secret_value().encode()
+    return Rules(tuple(chosen), per, key)
+
+
+class _Stream:
+    """The event map of one streamed model call: every text it streams goes through a pass.
+
+    Answer text and reasoning are held back and released by a `Streamer` each; tool-call
+    argument fragments by one per call. Another kind of event releases the text held first,
+    so the order of events stays; `close` releases the rest when the model is done.
+    """
+
+    __slots__ = ("_args", "_arguments", "_emit", "_reasoning", "_text", "_window", "blocked")
+
+    def __init__(
+        self, text: Pass, arguments: Pass, window: int, emit: Callable[[StreamEvent], None]
+    ) -> None:
+        self._text = Streamer(text, window)
+        self._reasoning = Streamer(text, window)
+        self._arguments = arguments
+        self._args: dict[str, Streamer] = {}
+        self._window = window
+        self._emit = emit
+        self.blocked: str | None = None
+
+    def __call__(self, event: StreamEvent) -> StreamEvent | None:
+        if self.blocked is not None:
+            return None
+        try:
+            kind = type(event)
+            if kind is TextDelta:
+                text = self._text.feed(event.text)  # type: ignore[union-attr]
+                return TextDelta(text) if text else None
+            if kind is ReasoningDelta:
+                text = self._reasoning.feed(event.text)  # type: ignore[union-attr]
+                return ReasoningDelta(text) if text else None
+            if kind is ToolCallArgsDelta:
+                call_id: str = event.call_id  # type: ignore[union-attr]
+                streamer = self._args.get(call_id)
+                if streamer is None:
+                    streamer = self._args[call_id] = Streamer(self._arguments, self._window)
+                delta = streamer.feed(event.delta)  # type: ignore[union-attr]
+                return ToolCallArgsDelta(call_id, delta) if delta else None
+            self._release()
+        except Blocked as exc:
+            self.blocked = exc.label
+            return None
+        return event
+
+    def _release(self) -> None:
+        text = self._text.flush()
+        if text:
+            self._emit(TextDelta(text))
+        reasoning = self._reasoning.flush()
+        if reasoning:
+            self._emit(ReasoningDelta(reasoning))
+
+    def close(self) -> None:
+        """Release everything held (or note the block that stops it)."""
+        if self.blocked is not None:
+            return
+        try:
+            self._release()
+            for call_id, streamer in self._args.items():
+                delta = streamer.flush()
+                if delta:
+                    self._emit(ToolCallArgsDelta(call_id, delta))
+        except Blocked as exc:
+            self.blocked = exc.label
+
+
+@checked
+def redact_pii(
+    *,
+    detectors: Sequence[Builtin] = BUILTIN_NAMES,
+    strategy: Strategy = "redact",
+    strategies: Mapping[str, Strategy] | None = None,
+    custom: Mapping[str, str | re.Pattern[str] | Finder] | None = None,
+    salt: SecretStr | None = None,
+    block_with: Literal["error", "terminate"] = "error",
+    block_message: str = BLOCK_MESSAGE,
+    window: Annotated[int, Field(ge=1)] = 256,
+    name: str = "redact_pii",
+) -> Registry:
+    """Keep personal data and secrets from the model, the traces and the stream.
+
+    Args:
+        detectors: Which built-in detectors run (default: all): ``email``, ``phone``,
+            ``credit_card`` (Luhn-checked), ``iban`` (mod-97-checked), ``ipv4``, ``ipv6``,
+            ``mac``, ``url``, ``secret`` (provider API keys, JWTs, PEM private keys).
+        strategy: What happens to a value found, for every detector: ``redact``,
+            ``mask``, ``hash``, ``block`` or ``pseudonymize``.
+        strategies: A strategy per detector name, over ``strategy``.
+        custom: More detectors by name (lower case; the label is the name in capitals):
+            a regular expression, or, from code, a function returning ``(start, end)``
+            spans.
+        salt: The key of ``hash``'s HMAC (required by ``hash``). Never shown in a repr,
+            log, error or trace.
+        block_with: Under ``block``: ``error`` fails the run with `PIIBlocked`;
+            ``terminate`` ends it with ``block_message``.
+        block_message: The answer of a run ended by ``block``; ``{label}`` is replaced by
+            what was found.
+        window: How many characters of streamed text are held back, at least: the longest
+            a value can be before it is recognisable (a value found is held however long it
+            grows).
+        name: The middleware's name at both positions.
+
+    Returns:
+        A registry holding the ``model_call`` and ``tool_call`` middleware.
+
+    Raises:
+        ValueError: for a strategy of a detector not in use, ``hash`` without a salt, or a
+            bad custom detector.
+
+    Example:
+        >>> registry = Registry()
+        >>> registry.include(redact_pii(strategies={"email": "pseudonymize"}))
+        >>> [(r.position, r.name) for r in registry.middleware]
+        [('model_call', 'redact_pii'), ('tool_call', 'redact_pii')]
+    """
+    if not name:
+        msg = "name must not be empty"
+        raise ValueError(msg)
+    rules = _rules(detectors, strategy, strategies or {}, custom or {}, salt)
+    keeps = rules.pseudonymizes
+    registry = Registry()
+    where = place("redact_pii")
+
+    def blocked(label: str, found_in: str, position: Position) -> Failure[Halt]:
+        if block_with == "terminate":
+            return Failure(Terminate(block_message.replace("{label}", label)))
+        message = f"found {label} in the {found_in}, and {label} is blocked"
+        return Failure(
+            PIIBlocked(
+                message=message, position=position, middleware=name, label=label, found_in=found_in
+            )
+        )
+
+    def pseudonyms(run: RunInfo) -> dict[str, str] | None:
+        return run.session_state.get(PSEUDONYMS) if keeps else None
+
+    @registry.on("model_call", name=name, **where)
+    async def redact_call(
+        ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
+        kept = pseudonyms(ctx.run)
+        try:
+            request = rules.inward(kept).request(ctx.request)
+        except Blocked as exc:
+            return blocked(exc.label, "request", "model_call")
+        if request is not ctx.request:
+            ctx = dataclasses.replace(ctx, request=request)
+        outward = rules.outward(kept)
+        arguments = rules.outward(kept, restore=False)
+        emit = ctx.run.emit
+        stream = None
+        if emit is not None:
+            stream = _Stream(outward, arguments, window, emit)
+            ctx = ctx.map_events(stream)
+        outcome = await call_next(ctx)
+        if stream is not None:
+            stream.close()
+            if stream.blocked is not None:
+                return blocked(stream.blocked, "stream", "model_call")
+        if type(outcome) is not Success:
+            return outcome
+        try:
+            return Success(outward.response(outcome.unwrap(), arguments))
+        except Blocked as exc:
+            return blocked(exc.label, "answer", "model_call")
+
+    @registry.on("tool_call", name=name, **where)
+    async def redact_tool(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
+        kept = pseudonyms(ctx.run)
+        try:
+            given = ctx.args.model_dump()
+            args = rules.outward(kept).data(given)
+        except Blocked as exc:
+            return blocked(exc.label, "tool arguments", "tool_call")
+        if args is not given:
+            changed = {k: v for k, v in args.items() if v is not given[k]}  # type: ignore[attr-defined]
+            ctx = ctx.with_args(**changed)
+        outcome = await call_next(ctx)
+        if type(outcome) is not Success:
+            return outcome
+        result: ToolResult = outcome.unwrap()
+        try:
+            content = rules.inward(kept).text(result.content)
+        except Blocked as exc:
+            return blocked(exc.label, "tool result", "tool_call")
+        if content == result.content:
+            return outcome
+        return Success(dataclasses.replace(result, content=content))
+
+    return registry
