@@ -17,6 +17,20 @@ from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
 from fncore.middleware.fallback import answered_by, fallback
+from fncore.middleware.guard import (
+    Allow,
+    Block,
+    GuardBlocked,
+    GuardCheck,
+    Guardrail,
+    Reject,
+    Rewrite,
+    ToolGuardrail,
+    ToolVerdict,
+    Verdict,
+    denied,
+    guard,
+)
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.rate_limit import rate_limit
 from fncore.middleware.retry import retry, retry_tools
@@ -26,12 +40,24 @@ from fncore.middleware.trace import trace
 __all__ = [
     "BUILTINS",
     "ORDER",
+    "Allow",
+    "Block",
+    "GuardBlocked",
+    "GuardCheck",
+    "Guardrail",
     "Price",
+    "Reject",
+    "Rewrite",
+    "ToolGuardrail",
+    "ToolVerdict",
+    "Verdict",
     "answered_by",
     "budget",
     "build_middleware",
     "cache",
+    "denied",
     "fallback",
+    "guard",
     "limit_calls",
     "load_factory",
     "place",
