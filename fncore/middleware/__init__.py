@@ -31,6 +31,7 @@ from fncore.middleware.guard import (
     denied,
     guard,
 )
+from fncore.middleware.instructions import MissingField, PromptFunction, instructions
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.rate_limit import rate_limit
 from fncore.middleware.retry import retry, retry_tools
@@ -45,7 +46,9 @@ __all__ = [
     "GuardBlocked",
     "GuardCheck",
     "Guardrail",
+    "MissingField",
     "Price",
+    "PromptFunction",
     "Reject",
     "Rewrite",
     "ToolGuardrail",
@@ -58,6 +61,7 @@ __all__ = [
     "denied",
     "fallback",
     "guard",
+    "instructions",
     "limit_calls",
     "load_factory",
     "place",

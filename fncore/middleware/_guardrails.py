@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,6 +22,7 @@ from fncore.core import (
     TextPart,
     ToolCallContext,
 )
+from fncore.middleware._imports import import_function
 
 _T = TypeVar("_T")
 
@@ -135,31 +135,9 @@ class GuardBlocked(AgentError):
     """The guardrail's reason."""
 
 
-def _import(spec: str) -> object:
-    """The function ``spec`` (``package.module:function``) names.
-
-    Raises:
-        ValueError: when ``spec`` is not of that form, does not import, or is not callable.
-    """
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        msg = f"guardrail {spec!r} must be written 'package.module:function'"
-        raise ValueError(msg)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        msg = f"guardrail {spec!r}: cannot import {module_name!r}: {exc}"
-        raise ValueError(msg) from None
-    found = getattr(module, attribute, None)
-    if not callable(found):
-        msg = f"guardrail {spec!r}: {attribute!r} is not a function of {module_name!r}"
-        raise ValueError(msg)
-    return found
-
-
 def functions(given: Sequence[_T | str]) -> list[_T]:
     """The guardrails ``given``, names imported."""
-    return [_import(g) if isinstance(g, str) else g for g in given]  # type: ignore[misc]
+    return [import_function(g, "guardrail") if isinstance(g, str) else g for g in given]  # type: ignore[misc]
 
 
 def denied(patterns: Sequence[str]) -> Guardrail:
