@@ -20,7 +20,8 @@ per-round means (noise only ever adds time):
   the same names, kinds, parents and attributes as ``trace``'s): what the OpenTelemetry SDK
   itself costs for this run;
 * ``bare`` plus one built-in, for each built-in (``fallback`` with its primary model
-  answering, ``cache`` both missing and hitting, ``timeout`` with its defaults);
+  answering, ``cache`` both missing and hitting, ``timeout`` with its defaults, ``guard``
+  with a deny pattern and an output guardrail, ``instructions`` with a function and the date);
 * ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
   turn per call, as a real model's network call does: what a run schedules for later (a
   background task, a worker thread's work) runs then, and is timed; with the zero-latency
@@ -45,11 +46,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fncore import Agent, Registry
+from fncore import Agent, Registry, SystemPromptContext
 from fncore.middleware import (
+    Allow,
+    GuardCheck,
+    Verdict,
     budget,
     cache,
     fallback,
+    guard,
+    instructions,
     limit_calls,
     rate_limit,
     retry,
@@ -73,6 +79,16 @@ ANSWER = "1 + 2 = 3."
 def generous_rate_limit() -> Registry:
     """``rate_limit`` on ``memory://``, far above anything this benchmark sends: no call waits."""
     return rate_limit(requests_per_minute=10**9, tokens_per_minute=10**12)
+
+
+def allow_all(check: GuardCheck) -> Verdict:
+    """An output guardrail that allows everything (``guard``'s figure)."""
+    return Allow()
+
+
+def house_rules(ctx: SystemPromptContext) -> str:
+    """A prompt function (``instructions``' figure)."""
+    return "Answer in one line."
 
 
 def registry_of(*parts: Registry) -> Registry:
@@ -117,6 +133,8 @@ class Setup:
             "cache_miss": cache(),
             "cache_hit": cache(),
             "timeout": timeout(),
+            "guard": guard(deny=[r"\bpassword\b"], output_guards=[allow_all]),
+            "instructions": instructions(function=house_rules, date=True),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -259,6 +277,8 @@ LABELS = {
     "cache_miss": "cache, missing (memory://)",
     "cache_hit": "cache, hitting (memory://)",
     "timeout": "timeout (defaults)",
+    "guard": "guard (a deny pattern, one output guardrail; not streaming)",
+    "instructions": "instructions (a prompt function and the date)",
 }
 
 

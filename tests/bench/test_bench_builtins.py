@@ -15,6 +15,8 @@ BUILTINS = (
     "cache_miss",
     "cache_hit",
     "timeout",
+    "guard",
+    "instructions",
 )
 """Every built-in with a marginal cost."""
 MEASURED = ("bare_us", "stack_us", "sdk_baseline_us", "bare_yielding_us", "stack_yielding_us")
