@@ -21,7 +21,8 @@ per-round means (noise only ever adds time):
   itself costs for this run;
 * ``bare`` plus one built-in, for each built-in (``fallback`` with its primary model
   answering, ``cache`` both missing and hitting, ``timeout`` with its defaults,
-  ``repair_history`` on a valid history and ``patch_tool_calls`` on valid arguments);
+  ``repair_history`` on a valid history, ``patch_tool_calls`` on valid arguments, ``guard``
+  with a deny pattern and an output guardrail, ``instructions`` with a function and the date);
 * ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
   turn per call, as a real model's network call does: what a run schedules for later (a
   background task, a worker thread's work) runs then, and is timed; with the zero-latency
@@ -47,11 +48,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fncore import Agent, Message, ModelRequest, Registry
+from fncore import Agent, Message, ModelRequest, Registry, SystemPromptContext
 from fncore.middleware import (
+    Allow,
+    GuardCheck,
+    Verdict,
     budget,
     cache,
     fallback,
+    guard,
+    instructions,
     limit_calls,
     patch_tool_calls,
     rate_limit,
@@ -80,6 +86,16 @@ ANSWER = "1 + 2 = 3."
 def generous_rate_limit() -> Registry:
     """``rate_limit`` on ``memory://``, far above anything this benchmark sends: no call waits."""
     return rate_limit(requests_per_minute=10**9, tokens_per_minute=10**12)
+
+
+def allow_all(check: GuardCheck) -> Verdict:
+    """An output guardrail that allows everything (``guard``'s figure)."""
+    return Allow()
+
+
+def house_rules(ctx: SystemPromptContext) -> str:
+    """A prompt function (``instructions``' figure)."""
+    return "Answer in one line."
 
 
 def registry_of(*parts: Registry) -> Registry:
@@ -127,6 +143,8 @@ class Setup:
             "repair_history": repair_history(),
             "patch_tool_calls": patch_tool_calls(),
             "redact_pii": redact_pii(),
+            "guard": guard(deny=[r"\bpassword\b"], output_guards=[allow_all]),
+            "instructions": instructions(function=house_rules, date=True),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -325,6 +343,8 @@ LABELS = {
     "repair_history": "repair_history (a valid history: nothing to repair)",
     "patch_tool_calls": "patch_tool_calls (valid arguments: nothing to patch)",
     "redact_pii": "redact_pii (defaults; nothing to redact)",
+    "guard": "guard (a deny pattern, one output guardrail; not streaming)",
+    "instructions": "instructions (a prompt function and the date)",
 }
 
 

@@ -56,6 +56,7 @@ from fncore.core._errors import (
 from fncore.core._events import (
     Compaction,
     ErrorRaised,
+    GuardTripped,
     HookEvent,
     HookEventName,
     RoundFinished,
@@ -157,6 +158,7 @@ __all__ = [
     "Emit",
     "ErrorHook",
     "ErrorRaised",
+    "GuardTripped",
     "EventMap",
     "EventMapFailed",
     "FinishReason",

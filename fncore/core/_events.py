@@ -57,6 +57,24 @@ class ToolResultReady:
 
 
 @final
+@value
+@dataclass(frozen=True, slots=True)
+class GuardTripped:
+    """A guardrail stopped the stream: nothing more of this reply is streamed.
+
+    The run then ends blocked (the last event, `RunCompleted`, says how). What the consumer
+    saw before this event depends on the guard's mode (see the ``guard`` built-in).
+    """
+
+    middleware: str
+    """The name of the middleware whose guardrail tripped."""
+    stage: Literal["input", "output", "tool"]
+    """What it checked: the user's input, the model's output, or a tool call."""
+    reason: str
+    """Why it blocked."""
+
+
+@final
 @dataclass(frozen=True, slots=True)
 class RunCompleted:
     """The last event of a stream: how the run ended."""
@@ -74,6 +92,7 @@ StreamEvent: TypeAlias = (
     | RoundStarted
     | RoundFinished
     | ToolResultReady
+    | GuardTripped
     | RunCompleted
 )
 """Everything ``Agent.stream`` yields."""
@@ -88,6 +107,7 @@ STREAM_EVENT_TYPES: frozenset[type] = frozenset(
         RoundStarted,
         RoundFinished,
         ToolResultReady,
+        GuardTripped,
     }
 )
 """The types an event map may return (every stream event but the final `RunCompleted`)."""

@@ -17,6 +17,21 @@ from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
 from fncore.middleware.fallback import answered_by, fallback
+from fncore.middleware.guard import (
+    Allow,
+    Block,
+    GuardBlocked,
+    GuardCheck,
+    Guardrail,
+    Reject,
+    Rewrite,
+    ToolGuardrail,
+    ToolVerdict,
+    Verdict,
+    denied,
+    guard,
+)
+from fncore.middleware.instructions import MissingField, PromptFunction, instructions
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.patch_tool_calls import ToolCallPatch, patch_tool_calls, patched_calls
 from fncore.middleware.rate_limit import rate_limit
@@ -29,16 +44,31 @@ from fncore.middleware.trace import trace
 __all__ = [
     "BUILTINS",
     "ORDER",
+    "Allow",
+    "Block",
+    "GuardBlocked",
+    "GuardCheck",
+    "Guardrail",
+    "MissingField",
     "PIIBlocked",
     "Price",
+    "PromptFunction",
+    "Reject",
     "Repair",
+    "Rewrite",
     "ToolCallPatch",
+    "ToolGuardrail",
+    "ToolVerdict",
+    "Verdict",
     "answered_by",
     "budget",
     "build_middleware",
     "cache",
+    "denied",
     "fallback",
+    "guard",
     "history_repairs",
+    "instructions",
     "limit_calls",
     "load_factory",
     "patch_tool_calls",

@@ -18,6 +18,8 @@ BUILTINS = (
     "repair_history",
     "patch_tool_calls",
     "redact_pii",
+    "guard",
+    "instructions",
 )
 """Every built-in with a marginal cost."""
 MEASURED = (
