@@ -16,10 +16,13 @@ from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
+from fncore.middleware.cache_prompt import cache_prompt
+from fncore.middleware.emulate_tools import emulate_tools
 from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.rate_limit import rate_limit
 from fncore.middleware.retry import retry, retry_tools
+from fncore.middleware.select_tools import select_tools
 from fncore.middleware.timeout import timeout
 from fncore.middleware.trace import trace
 
@@ -31,6 +34,8 @@ __all__ = [
     "budget",
     "build_middleware",
     "cache",
+    "cache_prompt",
+    "emulate_tools",
     "fallback",
     "limit_calls",
     "load_factory",
@@ -38,6 +43,7 @@ __all__ = [
     "rate_limit",
     "retry",
     "retry_tools",
+    "select_tools",
     "timeout",
     "trace",
 ]
