@@ -20,7 +20,10 @@ per-round means (noise only ever adds time):
   the same names, kinds, parents and attributes as ``trace``'s): what the OpenTelemetry SDK
   itself costs for this run;
 * ``bare`` plus one built-in, for each built-in (``fallback`` with its primary model
-  answering, ``cache`` both missing and hitting, ``timeout`` with its defaults);
+  answering, ``cache`` both missing and hitting, ``timeout`` with its defaults,
+  ``emulate_tools`` answering ``add`` with a second instant model instead of running it,
+  ``select_tools`` with its defaults, below its threshold so no selection call is made,
+  ``cache_prompt`` with its defaults on a model that is not OpenAI's, so no key is hashed);
 * ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
   turn per call, as a real model's network call does: what a run schedules for later (a
   background task, a worker thread's work) runs then, and is timed; with the zero-latency
@@ -49,11 +52,14 @@ from fncore import Agent, Registry
 from fncore.middleware import (
     budget,
     cache,
+    cache_prompt,
+    emulate_tools,
     fallback,
     limit_calls,
     rate_limit,
     retry,
     retry_tools,
+    select_tools,
     timeout,
     trace,
 )
@@ -117,6 +123,9 @@ class Setup:
             "cache_miss": cache(),
             "cache_hit": cache(),
             "timeout": timeout(),
+            "emulate_tools": emulate_tools(model=_measure.InstantModel()),
+            "select_tools": select_tools(),
+            "cache_prompt": cache_prompt(),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -259,6 +268,9 @@ LABELS = {
     "cache_miss": "cache, missing (memory://)",
     "cache_hit": "cache, hitting (memory://)",
     "timeout": "timeout (defaults)",
+    "emulate_tools": "emulate_tools (a model call instead of the tool)",
+    "select_tools": "select_tools (one tool: no selection call)",
+    "cache_prompt": "cache_prompt (defaults; not an OpenAI model)",
 }
 
 

@@ -15,6 +15,9 @@ BUILTINS = (
     "cache_miss",
     "cache_hit",
     "timeout",
+    "emulate_tools",
+    "select_tools",
+    "cache_prompt",
 )
 """Every built-in with a marginal cost."""
 MEASURED = ("bare_us", "stack_us", "sdk_baseline_us", "bare_yielding_us", "stack_yielding_us")
