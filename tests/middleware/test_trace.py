@@ -237,7 +237,9 @@ async def test_a_terminate_is_recorded_as_a_termination_not_an_error(otel: Otel)
     registry = otel.registry()
 
     @registry.on("model_call", order="innermost")
-    async def guard(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+    async def stop_round_2(
+        ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
         if len(ctx.request.messages) > 1:
             return Failure(Terminate("enough"))
         return await call_next(ctx)
@@ -251,7 +253,7 @@ async def test_a_terminate_is_recorded_as_a_termination_not_an_error(otel: Otel)
     model = ScriptedModel([tool_round("add"), tool_round("mul")])
     outcome = await Agent(model, registry=registry, tools=[add, mul]).run("hi")
     assert outcome.unwrap().stop_reason == "terminated"
-    # Round 2: guard (inside trace_chat) stops the attempt; the call never reaches the model.
+    # Round 2: stop_round_2 (inside trace_chat) stops the attempt; the call never reaches the model.
     chats = otel.named("chat scripted")
     assert [attrs(c).get("fncore.terminated") for c in chats] == [None, True]
     assert model.remaining == 1
