@@ -22,7 +22,10 @@ per-round means (noise only ever adds time):
 * ``bare`` plus one built-in, for each built-in (``fallback`` with its primary model
   answering, ``cache`` both missing and hitting, ``timeout`` with its defaults,
   ``repair_history`` on a valid history, ``patch_tool_calls`` on valid arguments, ``guard``
-  with a deny pattern and an output guardrail, ``instructions`` with a function and the date);
+  with a deny pattern and an output guardrail, ``instructions`` with a function and the date,
+  ``emulate_tools`` answering ``add`` with a second instant model instead of running it,
+  ``select_tools`` with its defaults, below its threshold so no selection call is made,
+  ``cache_prompt`` with its defaults on a model that is not OpenAI's, so no key is hashed);
 * ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
   turn per call, as a real model's network call does: what a run schedules for later (a
   background task, a worker thread's work) runs then, and is timed; with the zero-latency
@@ -55,6 +58,8 @@ from fncore.middleware import (
     Verdict,
     budget,
     cache,
+    cache_prompt,
+    emulate_tools,
     fallback,
     guard,
     instructions,
@@ -65,6 +70,7 @@ from fncore.middleware import (
     repair_history,
     retry,
     retry_tools,
+    select_tools,
     timeout,
     trace,
 )
@@ -145,6 +151,9 @@ class Setup:
             "redact_pii": redact_pii(),
             "guard": guard(deny=[r"\bpassword\b"], output_guards=[allow_all]),
             "instructions": instructions(function=house_rules, date=True),
+            "emulate_tools": emulate_tools(model=_measure.InstantModel()),
+            "select_tools": select_tools(),
+            "cache_prompt": cache_prompt(),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -345,6 +354,9 @@ LABELS = {
     "redact_pii": "redact_pii (defaults; nothing to redact)",
     "guard": "guard (a deny pattern, one output guardrail; not streaming)",
     "instructions": "instructions (a prompt function and the date)",
+    "emulate_tools": "emulate_tools (a model call instead of the tool)",
+    "select_tools": "select_tools (one tool: no selection call)",
+    "cache_prompt": "cache_prompt (defaults; not an OpenAI model)",
 }
 
 

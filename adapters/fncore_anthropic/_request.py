@@ -63,12 +63,15 @@ def build_kwargs(request: ModelRequest, *, model: str, default_max_tokens: int) 
         NotExpressible: for content the API cannot take (an unsupported media type, a data
             part in an assistant message, ...), so nothing is sent.
     """
-    system = _system(request)
-    messages = _turns(request.messages)
+    marker: Block = {"type": "ephemeral"}
+    if request.cache_ttl is not None:
+        marker["ttl"] = request.cache_ttl
+    system = _system(request, marker)
+    messages = _turns(request.messages, marker)
     tools = [_tool(spec) for spec in request.tools]
     choice = _tool_choice(request.tool_choice, request.tools, request.settings)
     if tools and request.cache_tools:
-        _mark(tools)
+        _mark(tools, marker)
     settings = request.settings
     kwargs: dict[str, Any] = {
         "model": model,
@@ -124,7 +127,7 @@ def tool_input(call: ToolCallPart) -> dict[str, object]:
     return {RAW_ARGUMENTS_KEY: text}
 
 
-def _system(request: ModelRequest) -> list[Block]:
+def _system(request: ModelRequest, marker: Block) -> list[Block]:
     blocks: list[Block] = []
     if request.instructions:
         blocks.append({"type": "text", "text": request.instructions})
@@ -139,13 +142,13 @@ def _system(request: ModelRequest) -> list[Block]:
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
         if message.cache and len(blocks) > start:
-            _mark(blocks)
+            _mark(blocks, marker)
     if blocks and request.cache_instructions:
-        _mark(blocks)
+        _mark(blocks, marker)
     return blocks
 
 
-def _turns(messages: tuple[Message, ...]) -> list[Block]:
+def _turns(messages: tuple[Message, ...], marker: Block) -> list[Block]:
     turns: list[Block] = []
     for message in messages:
         if message.role == "system":
@@ -154,7 +157,7 @@ def _turns(messages: tuple[Message, ...]) -> list[Block]:
         blocks = [_block(part, role) for part in message.parts]
         content = [b for b in blocks if b is not None]
         if message.cache:
-            _mark(content)
+            _mark(content, marker)
         if not content:
             continue
         if turns and turns[-1]["role"] == role:
@@ -209,11 +212,11 @@ def _data(part: DataPart) -> Block:
     raise NotExpressible(msg)
 
 
-def _mark(blocks: list[Block]) -> None:
-    """Put a cache breakpoint on the last block that may carry one."""
+def _mark(blocks: list[Block], marker: Block) -> None:
+    """Put a cache breakpoint (``marker``, copied) on the last block that may carry one."""
     for block in reversed(blocks):
         if block.get("type") not in _NOT_CACHEABLE:
-            block["cache_control"] = {"type": "ephemeral"}
+            block["cache_control"] = dict(marker)
             return
 
 

@@ -92,6 +92,9 @@ class ModelRequest:
     """Ask the provider to cache the system prompt (a prompt-cache breakpoint after it)."""
     cache_tools: bool = False
     """Ask the provider to cache the tool definitions."""
+    cache_ttl: Literal["5m", "1h"] | None = None
+    """How long the provider keeps what this request's cache breakpoints mark (Anthropic's
+    ``ttl``: ``"5m"`` or ``"1h"``); ``None``: the provider's default (5 minutes)."""
 
 
 FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "error"]

@@ -16,6 +16,8 @@ from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
+from fncore.middleware.cache_prompt import cache_prompt
+from fncore.middleware.emulate_tools import emulate_tools
 from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.guard import (
     Allow,
@@ -38,6 +40,7 @@ from fncore.middleware.rate_limit import rate_limit
 from fncore.middleware.redact_pii import PIIBlocked, redact_pii
 from fncore.middleware.repair_history import Repair, history_repairs, repair_history
 from fncore.middleware.retry import retry, retry_tools
+from fncore.middleware.select_tools import select_tools
 from fncore.middleware.timeout import timeout
 from fncore.middleware.trace import trace
 
@@ -64,7 +67,9 @@ __all__ = [
     "budget",
     "build_middleware",
     "cache",
+    "cache_prompt",
     "denied",
+    "emulate_tools",
     "fallback",
     "guard",
     "history_repairs",
@@ -79,6 +84,7 @@ __all__ = [
     "repair_history",
     "retry",
     "retry_tools",
+    "select_tools",
     "timeout",
     "trace",
 ]

@@ -20,6 +20,9 @@ BUILTINS = (
     "redact_pii",
     "guard",
     "instructions",
+    "emulate_tools",
+    "select_tools",
+    "cache_prompt",
 )
 """Every built-in with a marginal cost."""
 MEASURED = (

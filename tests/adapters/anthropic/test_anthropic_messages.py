@@ -540,3 +540,21 @@ async def test_cached_system_message_marks_its_block(
     await answer(request)
     system = sent(fake_provider)["system"]
     assert [b.get("cache_control") for b in system] == [None, {"type": "ephemeral"}]
+
+
+async def test_cache_ttl_goes_on_every_marker(fake_provider: FakeProvider, answer: Answer) -> None:
+    """``cache_ttl`` adds ``ttl`` to each cache_control: system, tools and messages."""
+    request = ModelRequest(
+        (Message("user", (TextPart("hi"),), cache=True),),
+        instructions="be brief",
+        tools=(ECHO,),
+        cache_instructions=True,
+        cache_tools=True,
+        cache_ttl="1h",
+    )
+    await answer(request)
+    body = sent(fake_provider)
+    marker = {"type": "ephemeral", "ttl": "1h"}
+    assert body["system"][0]["cache_control"] == marker
+    assert body["tools"][0]["cache_control"] == marker
+    assert body["messages"][0]["content"][0]["cache_control"] == marker
