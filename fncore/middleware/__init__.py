@@ -16,6 +16,7 @@ from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
+from fncore.middleware.compact import compact
 from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.limit_calls import limit_calls
 from fncore.middleware.rate_limit import rate_limit
@@ -31,6 +32,7 @@ __all__ = [
     "budget",
     "build_middleware",
     "cache",
+    "compact",
     "fallback",
     "limit_calls",
     "load_factory",

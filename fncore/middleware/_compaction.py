@@ -99,9 +99,13 @@ def head_size(parts: Sequence[Group], keep_first: bool) -> int:
     index = 0
     while index < len(parts) and parts[index][0].role == "system":
         index += 1
-    if keep_first and index < len(parts) and parts[index][0].role == "user":
-        if not is_summary(parts[index]):
-            index += 1
+    if (
+        keep_first
+        and index < len(parts)
+        and parts[index][0].role == "user"
+        and not is_summary(parts[index])
+    ):
+        index += 1
     return index
 
 

@@ -258,18 +258,14 @@ class _Compactor:
         return Success((*flatten(parts[:head]), *summary, *flatten(parts[cut:])))
 
     @staticmethod
-    def _recall(
-        memo: _Memo, messages: tuple[Message, ...], covered: int
-    ) -> tuple[str, int] | None:
+    def _recall(memo: _Memo, messages: tuple[Message, ...], covered: int) -> tuple[str, int] | None:
         """The remembered summary and how many messages it covers, if it fits ``messages``."""
         seen = memo["covered"]
         if seen > covered or digest("", messages[:seen]) != memo["digest"]:
             return None
         return memo["summary"], seen
 
-    async def _summary(
-        self, previous: str, old: tuple[Message, ...], run: RunInfo
-    ) -> Outcome[str]:
+    async def _summary(self, previous: str, old: tuple[Message, ...], run: RunInfo) -> Outcome[str]:
         """Ask the model for the new summary: ``previous`` with ``old`` folded in."""
         body = f"The summary so far:\n{previous}\n\n" if previous else ""
         body += f"The conversation to summarise:\n{transcript(old)}"
@@ -282,13 +278,11 @@ class _Compactor:
                     self.name,
                     outcome.failure(),
                 )
-            return outcome  # type: ignore[return-value]
+            return outcome
         text = outcome.unwrap().text.strip()
         if text:
             return Success(text)
-        error = AgentError(
-            message="the summary model answered with no text", middleware=self.name
-        )
+        error = AgentError(message="the summary model answered with no text", middleware=self.name)
         if self.on_error == "keep":
             _log.warning("compact %r: %s; the history stays as it was", self.name, error.message)
         return Failure(error)
@@ -405,7 +399,7 @@ def compact(
             request = ctx.request
             compacted = await compactor(request.messages, request.instructions, ctx.run)
             if type(compacted) is Failure:
-                return compacted  # type: ignore[return-value]
+                return compacted
             messages = compacted.unwrap()
             if messages is not request.messages:
                 ctx = replace(ctx, request=replace(request, messages=messages))
@@ -413,4 +407,3 @@ def compact(
 
         registry.on("model_call", name=name, **place("compact"))(compact_request)
     return registry
-
