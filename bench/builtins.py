@@ -21,6 +21,10 @@ per-round means (noise only ever adds time):
   itself costs for this run;
 * ``bare`` plus one built-in, for each built-in (``fallback`` with its primary model
   answering, ``cache`` both missing and hitting, ``timeout`` with its defaults);
+* one compaction by ``compact`` of a 1,000-message history (a task, 499 rounds of a tool
+  call and its result, a question), straight through its ``compress_context`` middleware:
+  with the sliding window (``max_messages=500, keep=100``) and with tool-result clearing
+  (``max_messages=500``), each on the same uncompacted history every time;
 * ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
   turn per call, as a real model's network call does: what a run schedules for later (a
   background task, a worker thread's work) runs then, and is timed; with the zero-latency
@@ -31,7 +35,8 @@ Figures: ``stack_ratio``, the production stack over the bare run, is the one the
 baseline, tells what fncore adds to what the SDK costs anyway. ``marginal_us`` holds each
 built-in's cost: bare plus it, minus bare, in microseconds. ``stack_ratio_yielding`` and
 ``rate_limit_yielding_marginal_us`` are ``stack_ratio`` and ``rate_limit``'s marginal cost
-with the model that yields.
+with the model that yields. ``compact_window_1k_us`` and ``compact_clear_1k_us`` are the
+microseconds of one compaction of the 1,000-message history.
 
 Usage::
 
@@ -45,10 +50,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fncore import Agent, Registry
+from returns.result import Success
+
+from fncore import (
+    Agent,
+    CompressContext,
+    Message,
+    Outcome,
+    Registry,
+    RunInfo,
+    State,
+    ToolCallPart,
+    ToolResultPart,
+)
+from fncore.core import check_pairing
 from fncore.middleware import (
     budget,
     cache,
+    compact,
     fallback,
     limit_calls,
     rate_limit,
@@ -100,6 +119,48 @@ def production_stack(sdk: _measure.Sdk) -> Registry:
     )
 
 
+def long_history(size: int = 1000) -> tuple[Message, ...]:
+    """A task, rounds of one tool call and its result, and a question: ``size`` messages."""
+    out = [Message.user("Find the cheapest flight to Oslo.")]
+    for i in range((size - 2) // 2):
+        call = ToolCallPart(f"c{i}", "search", f'{{"day": {i}, "from": "Paris"}}')
+        out.append(Message("assistant", (call,)))
+        out.append(Message("tool", (ToolResultPart(call.id, "search", f"{100 + i} EUR, " * 8),)))
+    out.append(Message.user("And now?"))
+    return tuple(out)
+
+
+async def _unchanged(ctx: CompressContext) -> Outcome[tuple[Message, ...]]:
+    return Success(ctx.messages)
+
+
+class Compaction:
+    """One ``compact`` middleware, called straight at ``compress_context`` on a long history."""
+
+    def __init__(self, registry: Registry) -> None:
+        (registration,) = registry.middleware
+        self.compress = registration.function
+        self.context = CompressContext(RunInfo("bench", {}, State()), 1, long_history())
+
+    async def once(self, prompt: str) -> Outcome[tuple[Message, ...]]:
+        """One compaction of the same 1,000 messages (``prompt`` is not used)."""
+        return await self.compress(self.context, _unchanged)  # type: ignore[no-any-return]
+
+    async def check(self, name: str) -> None:
+        """Fail loudly unless the history really is compacted and stays paired."""
+        messages = (await self.once("")).unwrap()
+        before = self.context.messages
+        cleared = sum(
+            r.content != o.content
+            for m, n in zip(messages, before, strict=False)
+            for r, o in zip(m.tool_results, n.tool_results, strict=True)
+        )
+        shorter = len(messages) < len(before)
+        if check_pairing(messages) is not None or not (shorter or cleared > 400):
+            msg = f"{name}: the history was not compacted as expected"
+            raise RuntimeError(msg)
+
+
 class Setup:
     """The agents of every workload, with what is emptied between rounds."""
 
@@ -117,6 +178,13 @@ class Setup:
             "cache_miss": cache(),
             "cache_hit": cache(),
             "timeout": timeout(),
+            "compact": compact(),
+        }
+        self.compactions = {
+            "compact_window_1k": Compaction(compact(strategies=["window"], max_messages=500)),
+            "compact_clear_1k": Compaction(
+                compact(strategies=["clear_tool_results"], max_messages=500)
+            ),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -145,6 +213,7 @@ class Setup:
             _measure.Workload(f"{name}_yielding", agent.run, vary=True)
             for name, agent in self.yielding.items()
         ]
+        works += [_measure.Workload(name, c.once) for name, c in self.compactions.items()]
         return works
 
     async def between(self) -> None:
@@ -165,6 +234,8 @@ class Setup:
                 msg = f"{name}: unexpected run result {result!r}"
                 raise RuntimeError(msg)
         self.sdk.clear()
+        for name, compaction in self.compactions.items():
+            await compaction.check(name)
         hits: dict[str, list[object]] = {}
         for name, prompt in (
             ("miss", f"{_measure.PROMPT} (new)"),
@@ -219,6 +290,8 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
         "stack_yielding_us": best["stack_yielding"],
         "stack_ratio_yielding": best["stack_yielding"] / bare_yielding,
         "rate_limit_yielding_marginal_us": best["rate_limit_yielding"] - bare_yielding,
+        "compact_window_1k_us": best["compact_window_1k"],
+        "compact_clear_1k_us": best["compact_clear_1k"],
         "rounds": rounds,
         "runs": runs,
     }
@@ -248,6 +321,11 @@ YIELDING_ROWS: list[tuple[str, str, Callable[[float], str]]] = [
     ("rate_limit_yielding_marginal_us", "rate_limit alone: bare + it, minus bare", _extra),
 ]
 
+COMPACT_ROWS: list[tuple[str, str, Callable[[float], str]]] = [
+    ("compact_window_1k_us", "sliding window (keep 100 groups)", _us),
+    ("compact_clear_1k_us", "tool-result clearing (keep 3 results)", _us),
+]
+
 LABELS = {
     "trace_sdk": "trace (SDK providers, in-memory export)",
     "retry": "retry (nothing fails)",
@@ -259,6 +337,7 @@ LABELS = {
     "cache_miss": "cache, missing (memory://)",
     "cache_hit": "cache, hitting (memory://)",
     "timeout": "timeout (defaults)",
+    "compact": "compact (defaults, under its trigger)",
 }
 
 
@@ -289,6 +368,9 @@ def report(figures: _measure.Figures) -> str:
         "  the model yielding to the event loop once per call, as a real one does",
         *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in YIELDING_ROWS),
         f"  {'stack / bare, yielding':<50} {ratio_yielding:8.2f}",
+        "",
+        "  compact: one compaction of a 1,000-message history with tool groups",
+        *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in COMPACT_ROWS),
     ]
     return "\n".join(lines)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from fncore.core import DataPart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
@@ -158,10 +157,10 @@ def clear_tool_results(
                 continue
             seen += 1
             if seen > keep and part.content != placeholder:
-                parts[at] = replace(part, content=placeholder, is_error=False)
+                parts[at] = ToolResultPart(part.call_id, part.name, placeholder)
                 touched = True
         if touched:
-            out[index] = replace(message, parts=tuple(parts))
+            out[index] = Message("tool", tuple(parts), message.cache)
             changed = True
     return tuple(out) if changed else messages
 

@@ -175,7 +175,9 @@ class _Compactor:
         self, messages: tuple[Message, ...], instructions: str, run: RunInfo
     ) -> Outcome[tuple[Message, ...]]:
         """``messages`` compacted, or the same tuple if it is under the trigger."""
-        prompt_tokens = self.count((Message.system(instructions),)) if instructions else 0
+        prompt_tokens = 0
+        if instructions and self.max_tokens is not None:
+            prompt_tokens = self.count((Message.system(instructions),))
         if not self.over(messages, prompt_tokens):
             return Success(messages)
         current = messages
@@ -201,9 +203,12 @@ class _Compactor:
         head = head_size(parts, self.keep_first)
         if head < len(parts) and is_summary(parts[head]):
             head += 1
-        count = self.count
-        tokens = [count(g) for g in parts]
-        tokens[0] += prompt_tokens if parts else 0
+        if self.max_tokens is None:  # a message count alone: no need to count tokens
+            tokens = [0] * len(parts)
+        else:
+            count = self.count
+            tokens = [count(g) for g in parts]
+            tokens[0] += prompt_tokens
         kept = window(parts, head, self.keep, tokens, self.fits)
         return messages if len(kept) == len(parts) else flatten(kept)
 

@@ -15,9 +15,18 @@ BUILTINS = (
     "cache_miss",
     "cache_hit",
     "timeout",
+    "compact",
 )
 """Every built-in with a marginal cost."""
-MEASURED = ("bare_us", "stack_us", "sdk_baseline_us", "bare_yielding_us", "stack_yielding_us")
+MEASURED = (
+    "bare_us",
+    "stack_us",
+    "sdk_baseline_us",
+    "bare_yielding_us",
+    "stack_yielding_us",
+    "compact_window_1k_us",
+    "compact_clear_1k_us",
+)
 """Times measured directly."""
 DERIVED = (
     "stack_ratio",
