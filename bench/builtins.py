@@ -25,7 +25,12 @@ per-round means (noise only ever adds time):
   with a deny pattern and an output guardrail, ``instructions`` with a function and the date,
   ``emulate_tools`` answering ``add`` with a second instant model instead of running it,
   ``select_tools`` with its defaults, below its threshold so no selection call is made,
-  ``cache_prompt`` with its defaults on a model that is not OpenAI's, so no key is hashed);
+  ``cache_prompt`` with its defaults on a model that is not OpenAI's, so no key is hashed,
+  ``compact`` with its defaults, under its trigger);
+* one compaction by ``compact`` of a 1,000-message history (a task, 499 rounds of a tool
+  call and its result, a question), straight through its ``compress_context`` middleware:
+  with the sliding window (``max_messages=500, keep=100``) and with tool-result clearing
+  (``max_messages=500``), each on the same uncompacted history every time;
 * ``bare``, ``stack`` and ``rate_limit`` again with a model that gives the event loop one
   turn per call, as a real model's network call does: what a run schedules for later (a
   background task, a worker thread's work) runs then, and is timed; with the zero-latency
@@ -36,7 +41,8 @@ Figures: ``stack_ratio``, the production stack over the bare run, is the one the
 baseline, tells what fncore adds to what the SDK costs anyway. ``marginal_us`` holds each
 built-in's cost: bare plus it, minus bare, in microseconds. ``stack_ratio_yielding`` and
 ``rate_limit_yielding_marginal_us`` are ``stack_ratio`` and ``rate_limit``'s marginal cost
-with the model that yields.
+with the model that yields. ``compact_window_1k_us`` and ``compact_clear_1k_us`` are the
+microseconds of one compaction of the 1,000-message history.
 
 Usage::
 
@@ -51,7 +57,22 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fncore import Agent, Message, ModelRequest, Registry, SystemPromptContext
+from returns.result import Success
+
+from fncore import (
+    Agent,
+    CompressContext,
+    Message,
+    ModelRequest,
+    Outcome,
+    Registry,
+    RunInfo,
+    State,
+    SystemPromptContext,
+    ToolCallPart,
+    ToolResultPart,
+)
+from fncore.core import check_pairing
 from fncore.middleware import (
     Allow,
     GuardCheck,
@@ -59,6 +80,7 @@ from fncore.middleware import (
     budget,
     cache,
     cache_prompt,
+    compact,
     emulate_tools,
     fallback,
     guard,
@@ -129,6 +151,48 @@ def production_stack(sdk: _measure.Sdk) -> Registry:
     )
 
 
+def long_history(size: int = 1000) -> tuple[Message, ...]:
+    """A task, rounds of one tool call and its result, and a question: ``size`` messages."""
+    out = [Message.user("Find the cheapest flight to Oslo.")]
+    for i in range((size - 2) // 2):
+        call = ToolCallPart(f"c{i}", "search", f'{{"day": {i}, "from": "Paris"}}')
+        out.append(Message("assistant", (call,)))
+        out.append(Message("tool", (ToolResultPart(call.id, "search", f"{100 + i} EUR, " * 8),)))
+    out.append(Message.user("And now?"))
+    return tuple(out)
+
+
+async def _unchanged(ctx: CompressContext) -> Outcome[tuple[Message, ...]]:
+    return Success(ctx.messages)
+
+
+class Compaction:
+    """One ``compact`` middleware, called straight at ``compress_context`` on a long history."""
+
+    def __init__(self, registry: Registry) -> None:
+        (registration,) = registry.middleware
+        self.compress = registration.function
+        self.context = CompressContext(RunInfo("bench", {}, State()), 1, long_history())
+
+    async def once(self, prompt: str) -> Outcome[tuple[Message, ...]]:
+        """One compaction of the same 1,000 messages (``prompt`` is not used)."""
+        return await self.compress(self.context, _unchanged)  # type: ignore[no-any-return]
+
+    async def check(self, name: str) -> None:
+        """Fail loudly unless the history really is compacted and stays paired."""
+        messages = (await self.once("")).unwrap()
+        before = self.context.messages
+        cleared = sum(
+            r.content != o.content
+            for m, n in zip(messages, before, strict=False)
+            for r, o in zip(m.tool_results, n.tool_results, strict=True)
+        )
+        shorter = len(messages) < len(before)
+        if check_pairing(messages) is not None or not (shorter or cleared > 400):
+            msg = f"{name}: the history was not compacted as expected"
+            raise RuntimeError(msg)
+
+
 class Setup:
     """The agents of every workload, with what is emptied between rounds."""
 
@@ -154,6 +218,13 @@ class Setup:
             "emulate_tools": emulate_tools(model=_measure.InstantModel()),
             "select_tools": select_tools(),
             "cache_prompt": cache_prompt(),
+            "compact": compact(),
+        }
+        self.compactions = {
+            "compact_window_1k": Compaction(compact(strategies=["window"], max_messages=500)),
+            "compact_clear_1k": Compaction(
+                compact(strategies=["clear_tool_results"], max_messages=500)
+            ),
         }
         self.by_hand = _measure.HandTraced(sdk)
         self.agents: dict[str, Agent] = {
@@ -182,6 +253,7 @@ class Setup:
             _measure.Workload(f"{name}_yielding", agent.run, vary=True)
             for name, agent in self.yielding.items()
         ]
+        works += [_measure.Workload(name, c.once) for name, c in self.compactions.items()]
         return works
 
     async def between(self) -> None:
@@ -202,6 +274,8 @@ class Setup:
                 msg = f"{name}: unexpected run result {result!r}"
                 raise RuntimeError(msg)
         self.sdk.clear()
+        for name, compaction in self.compactions.items():
+            await compaction.check(name)
         hits: dict[str, list[object]] = {}
         for name, prompt in (
             ("miss", f"{_measure.PROMPT} (new)"),
@@ -304,6 +378,8 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
         "stack_ratio_yielding": best["stack_yielding"] / bare_yielding,
         "rate_limit_yielding_marginal_us": best["rate_limit_yielding"] - bare_yielding,
         **redaction_costs(rounds, runs),
+        "compact_window_1k_us": best["compact_window_1k"],
+        "compact_clear_1k_us": best["compact_clear_1k"],
         "rounds": rounds,
         "runs": runs,
     }
@@ -338,6 +414,11 @@ REDACT_ROWS: list[tuple[str, str, Callable[[float], str]]] = [
     ("redact_1k_messages_us", "per request of 1,000 messages (~130 characters)", _us),
 ]
 
+COMPACT_ROWS: list[tuple[str, str, Callable[[float], str]]] = [
+    ("compact_window_1k_us", "sliding window (keep 100 groups)", _us),
+    ("compact_clear_1k_us", "tool-result clearing (keep 3 results)", _us),
+]
+
 LABELS = {
     "trace_sdk": "trace (SDK providers, in-memory export)",
     "retry": "retry (nothing fails)",
@@ -357,6 +438,7 @@ LABELS = {
     "emulate_tools": "emulate_tools (a model call instead of the tool)",
     "select_tools": "select_tools (one tool: no selection call)",
     "cache_prompt": "cache_prompt (defaults; not an OpenAI model)",
+    "compact": "compact (defaults, under its trigger)",
 }
 
 
@@ -390,6 +472,9 @@ def report(figures: _measure.Figures) -> str:
         "",
         "  redact_pii's redactor alone (every detector, redact)",
         *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in REDACT_ROWS),
+        "",
+        "  compact: one compaction of a 1,000-message history with tool groups",
+        *(f"  {label:<50} {shown(figures[key])}" for key, label, shown in COMPACT_ROWS),
     ]
     return "\n".join(lines)
 

@@ -17,6 +17,7 @@ from fncore.middleware._place import ORDER, place
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
 from fncore.middleware.cache_prompt import cache_prompt
+from fncore.middleware.compact import compact
 from fncore.middleware.emulate_tools import emulate_tools
 from fncore.middleware.fallback import answered_by, fallback
 from fncore.middleware.guard import (
@@ -68,6 +69,7 @@ __all__ = [
     "build_middleware",
     "cache",
     "cache_prompt",
+    "compact",
     "denied",
     "emulate_tools",
     "fallback",

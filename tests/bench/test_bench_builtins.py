@@ -23,6 +23,7 @@ BUILTINS = (
     "emulate_tools",
     "select_tools",
     "cache_prompt",
+    "compact",
 )
 """Every built-in with a marginal cost."""
 MEASURED = (
@@ -33,6 +34,8 @@ MEASURED = (
     "stack_yielding_us",
     "redact_chunk_us",
     "redact_1k_messages_us",
+    "compact_window_1k_us",
+    "compact_clear_1k_us",
 )
 """Times measured directly."""
 DERIVED = (

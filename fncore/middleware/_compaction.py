@@ -1,0 +1,195 @@
+"""The pure part of `compact`: groups, token counts, and the two strategies without a model.
+
+A history is cut into *groups*: a message that is not a tool message starts a group, and
+the tool messages after it (the results of its calls) belong to it. Every rewrite here
+keeps or drops whole groups, or changes only the content of tool results, so an assistant
+turn is never parted from its results and the tool-call pairing holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+from fncore.core import DataPart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+
+TokenCounter = Callable[[Sequence[Message]], int]
+"""Counts the tokens of some messages (a system prompt is counted as a system message)."""
+
+Group = tuple[Message, ...]
+"""One message that is not a tool message, with the tool messages that follow it."""
+
+DATA_TOKENS = 1_000
+"""What the approximate counter charges for a `DataPart` (an image, a file)."""
+
+MESSAGE_TOKENS = 4
+"""What the approximate counter charges for each message on top of its content."""
+
+SUMMARY_HEADER = "[Summary of the earlier conversation]"
+"""The first line of a summary message: it marks the message as a summary, so the next
+compaction folds it into the new summary instead of summarising a summary as talk."""
+
+
+def _chars(message: Message) -> int:
+    total = 0
+    for part in message.parts:
+        kind = type(part)
+        if kind is TextPart or kind is ReasoningPart:
+            total += len(part.text)  # type: ignore[union-attr]
+        elif kind is ToolCallPart:
+            total += len(part.name) + len(part.arguments)  # type: ignore[union-attr]
+        elif kind is ToolResultPart:
+            total += len(part.name) + len(part.content)  # type: ignore[union-attr]
+        elif kind is DataPart:
+            total += 4 * DATA_TOKENS
+    return total
+
+
+def approximate_tokens(messages: Sequence[Message]) -> int:
+    """Count tokens the quick way: a quarter of the characters, plus 4 per message.
+
+    Characters are those of text, reasoning text, tool names, call arguments and result
+    contents, rounded up per message; an image or file counts as 1,000 tokens. It needs no
+    network and no tokenizer, and is close enough for English prose (about 4 characters a
+    token) to decide when to compact.
+
+    Example:
+        >>> approximate_tokens([Message.user("What is 2 + 3?")])
+        8
+    """
+    return sum(MESSAGE_TOKENS + -(-_chars(m) // 4) for m in messages)
+
+
+def groups(messages: Sequence[Message]) -> list[Group]:
+    """``messages`` cut into groups: each non-tool message with the tool messages after it.
+
+    Example:
+        >>> call = Message("assistant", (ToolCallPart("c1", "add"),))
+        >>> result = Message("tool", (ToolResultPart("c1", "add", "3"),))
+        >>> [len(g) for g in groups([Message.user("hi"), call, result, Message.user("ok")])]
+        [1, 2, 1]
+    """
+    found: list[list[Message]] = []
+    for message in messages:
+        if message.role == "tool" and found:
+            found[-1].append(message)
+        else:
+            found.append([message])
+    return [tuple(g) for g in found]
+
+
+def flatten(parts: Sequence[Group]) -> tuple[Message, ...]:
+    """The messages of ``parts``, in order."""
+    return tuple(m for g in parts for m in g)
+
+
+def is_summary(group: Group) -> bool:
+    """Whether ``group`` is a summary message this built-in wrote."""
+    first = group[0]
+    return first.role == "user" and len(group) == 1 and first.text.startswith(SUMMARY_HEADER)
+
+
+def head_size(parts: Sequence[Group], keep_first: bool) -> int:
+    """How many leading groups always stay: system messages, then the first user message.
+
+    The first user message stays only with ``keep_first`` and only if it comes right after
+    the leading system messages (it usually states the task), and is not a summary.
+    """
+    index = 0
+    while index < len(parts) and parts[index][0].role == "system":
+        index += 1
+    if (
+        keep_first
+        and index < len(parts)
+        and parts[index][0].role == "user"
+        and not is_summary(parts[index])
+    ):
+        index += 1
+    return index
+
+
+def window(
+    parts: list[Group],
+    head: int,
+    keep: int,
+    tokens: list[int],
+    fits: Callable[[int, int], bool],
+) -> list[Group]:
+    """The head and at most the last ``keep`` other groups, fewer while they do not fit.
+
+    Args:
+        parts: The history's groups.
+        head: How many leading groups always stay.
+        keep: How many recent groups to keep at most.
+        tokens: The token count of each group.
+        fits: Whether a history of (messages, tokens) is under the trigger.
+    """
+    start = max(head, len(parts) - keep)
+    count = sum(len(g) for g in parts[:head]) + sum(len(g) for g in parts[start:])
+    total = sum(tokens[:head]) + sum(tokens[start:])
+    while start < len(parts) - 1 and not fits(count, total):
+        count -= len(parts[start])
+        total -= tokens[start]
+        start += 1
+    return parts[:head] + parts[start:]
+
+
+def clear_tool_results(
+    messages: tuple[Message, ...], keep: int, placeholder: str, exclude: frozenset[str]
+) -> tuple[Message, ...]:
+    """``messages`` with the content of all but the last ``keep`` tool results replaced.
+
+    Results of the tools in ``exclude`` are neither cleared nor counted; a result already
+    cleared stays as it is. The call ids and tool names stay, so the pairing holds.
+    """
+    seen = 0
+    out = list(messages)
+    changed = False
+    for index in range(len(out) - 1, -1, -1):
+        message = out[index]
+        if message.role != "tool":
+            continue
+        parts = list(message.parts)
+        touched = False
+        for at in range(len(parts) - 1, -1, -1):
+            part = parts[at]
+            if type(part) is not ToolResultPart or part.name in exclude:
+                continue
+            seen += 1
+            if seen > keep and part.content != placeholder:
+                parts[at] = ToolResultPart(part.call_id, part.name, placeholder)
+                touched = True
+        if touched:
+            out[index] = Message("tool", tuple(parts), message.cache)
+            changed = True
+    return tuple(out) if changed else messages
+
+
+def transcript(messages: Sequence[Message]) -> str:
+    """``messages`` as plain text for a summary request: one line (or block) per part."""
+    lines: list[str] = []
+    for message in messages:
+        for part in message.parts:
+            kind = type(part)
+            if kind is TextPart:
+                lines.append(f"{message.role}: {part.text}")  # type: ignore[union-attr]
+            elif kind is ToolCallPart:
+                lines.append(f"{message.role} called {part.name}({part.arguments})")  # type: ignore[union-attr]
+            elif kind is ToolResultPart:
+                lines.append(f"{part.name} returned: {part.content}")  # type: ignore[union-attr]
+            elif kind is DataPart:
+                lines.append(f"{message.role}: [{part.media_type} attachment]")  # type: ignore[union-attr]
+    return "\n".join(lines)
+
+
+def digest(previous: str, messages: Sequence[Message]) -> str:
+    """A fingerprint of the messages fingerprinted by ``previous`` followed by ``messages``.
+
+    Chained message by message, so ``digest(digest("", a), b) == digest("", [*a, *b])``.
+    """
+    current = previous
+    for message in messages:
+        h = hashlib.blake2b(current.encode(), digest_size=16)
+        h.update(repr(message).encode())
+        current = h.hexdigest()
+    return current
