@@ -9,7 +9,6 @@ hints) still applies.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 from pydantic import ConfigDict, ValidationError, create_model
 
 from fncore.core import Model, RegistrationError, Registry
+from fncore.middleware._imports import import_function
 from fncore.settings import ConfigError
 
 BUILTINS: dict[str, str] = {
@@ -66,17 +66,11 @@ def load_factory(use: str) -> MiddlewareFactory:
             )
             raise ConfigError(msg)
         target = use
-    module_name, _, attribute = target.partition(":")
     try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        msg = f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
-        raise ConfigError(msg) from None
-    factory = getattr(module, attribute, None)
-    if not callable(factory):
-        msg = f"{target!r} is not a function in {module_name!r}"
-        raise ConfigError(msg)
-    return factory  # type: ignore[no-any-return]
+        factory = import_function(target, "middleware")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return factory  # type: ignore[return-value]
 
 
 def _mentions_model(hint: Any) -> bool:

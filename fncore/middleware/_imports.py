@@ -9,7 +9,8 @@ def import_function(spec: str, what: str) -> object:
     """The function ``spec`` (``package.module:function``) names; ``what`` it is for errors.
 
     Raises:
-        ValueError: when ``spec`` is not of that form, does not import, or is not callable.
+        ValueError: when ``spec`` is not of that form, does not import (whatever the module
+            raises), or is not callable.
     """
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
@@ -17,8 +18,8 @@ def import_function(spec: str, what: str) -> object:
         raise ValueError(msg)
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        msg = f"{what} {spec!r}: cannot import {module_name!r}: {exc}"
+    except Exception as exc:  # a module that fails to import, whatever it raises
+        msg = f"{what} {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}"
         raise ValueError(msg) from None
     found = getattr(module, attribute, None)
     if not callable(found):
