@@ -3,7 +3,8 @@
 Requests per minute count in a moving window (the last 60 seconds, exactly); tokens per
 minute in a fixed one-minute window that starts with its first reservation, because a
 reservation is settled afterwards with the tokens actually used, which only a counter can
-give back. Both come from the `limits` library, in a store chosen by URL: ``memory://``
+give back. ``window`` shortens (or lengthens) the minute: both rates then count per
+``window`` seconds. Both come from the `limits` library, in a store chosen by URL: ``memory://``
 (this process) or ``redis://...`` (every process using the same server and ``name``).
 
 Before a call, its tokens are reserved: an estimate of the input (its characters over four)
@@ -119,6 +120,18 @@ def _open(url: str) -> tuple[Any, Any]:
     raise ValueError(msg)
 
 
+def _per(amount: int, window: int) -> RateLimitItem:
+    """``amount`` per ``window`` seconds, as a `limits` item.
+
+    Whole minutes stay minutes, which keeps a per-minute rate's key as it always was.
+    """
+    from limits import RateLimitItemPerMinute, RateLimitItemPerSecond
+
+    if window % 60 == 0:
+        return RateLimitItemPerMinute(amount, window // 60)
+    return RateLimitItemPerSecond(amount, window)
+
+
 class _Limits:
     """One ``rate_limit``'s limiters on their storage, and its slots per model; owned."""
 
@@ -128,18 +141,14 @@ class _Limits:
         store: str,
         requests: int | None,
         tokens: int | None,
+        window: int = 60,
     ) -> None:
-        from limits import RateLimitItemPerMinute
         from limits.aio.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
         self.name = name
         self.storage, self._pool = _open(store)
-        self.requests: RateLimitItem | None = (
-            None if requests is None else RateLimitItemPerMinute(requests)
-        )
-        self.tokens: RateLimitItem | None = (
-            None if tokens is None else RateLimitItemPerMinute(tokens)
-        )
+        self.requests = None if requests is None else _per(requests, window)
+        self.tokens = None if tokens is None else _per(tokens, window)
         self.moving = MovingWindowRateLimiter(self.storage)
         self.fixed = FixedWindowRateLimiter(self.storage)
         self._slots: PerLoop[asyncio.Semaphore] = PerLoop()
@@ -277,7 +286,10 @@ def _too_big(limits: _Limits, model: str, reserved: int, allowed: int) -> RateLi
 
 
 PerMinute = Annotated[int, Field(ge=1)]
-"""A rate: at least one per minute."""
+"""A rate: at least one per minute (per window)."""
+
+Window = Annotated[int, Field(ge=1)]
+"""A window: a whole number of seconds, at least one."""
 
 
 def rate_limit(
@@ -287,21 +299,25 @@ def rate_limit(
     max_concurrent: Annotated[int, Field(ge=1)] | None = None,
     max_wait: Annotated[float, Field(ge=0)] = 60.0,
     output_reserve: Annotated[int, Field(ge=0)] = 1024,
+    window: Window = 60,
     store: str = "memory://",
     name: str = "rate_limit",
 ) -> Registry:
     """Keep each model's calls under requests and tokens per minute, and calls in flight.
 
     Args:
-        requests_per_minute: Calls per model in any 60 seconds (``None``: no limit).
-        tokens_per_minute: Input plus output tokens per model per minute (``None``: no
-            limit); each call reserves its estimate before it is sent.
+        requests_per_minute: Calls per model in any 60 seconds, or in any ``window`` seconds
+            (``None``: no limit).
+        tokens_per_minute: Input plus output tokens per model per minute, or per ``window``
+            (``None``: no limit); each call reserves its estimate before it is sent.
         max_concurrent: Calls per model in flight at once, in this process (``None``: no
             limit).
         max_wait: Seconds a call may wait for capacity before it fails with
             `RateLimitExceeded` (0: fail at once).
         output_reserve: Tokens reserved for the answer when a request sets no
             ``max_tokens``.
+        window: The seconds both rates count over: a minute by default; ``window=1`` makes
+            them per second (as some providers count), a short window suits tests.
         store: Where the rates are counted: ``memory://`` (this process) or
             ``redis://host:port/db`` (every process using it).
         name: The middleware's name; also the rates' key, so two agents (or processes) with
@@ -323,7 +339,7 @@ def rate_limit(
             "rate_limit needs a limit: set requests_per_minute, tokens_per_minute or max_concurrent"
         )
         raise ValueError(msg)
-    limits = _Limits(name, store, requests_per_minute, tokens_per_minute)
+    limits = _Limits(name, store, requests_per_minute, tokens_per_minute, window)
     registry = Registry()
     registry.own(limits)
     tokens = limits.tokens
