@@ -59,6 +59,17 @@ POLL = 1.0
 
 Limit = Literal["requests_per_minute", "tokens_per_minute", "max_concurrent"]
 
+REDIS_PREFIX = "fncore:limits"
+"""The prefix of the rates' keys in Redis (`limits` puts a colon after it)."""
+
+_GIVE_BACK = """
+local held = tonumber(redis.call('get', KEYS[1]) or '0')
+local amount = math.min(tonumber(ARGV[1]), held)
+if amount > 0 then redis.call('decrby', KEYS[1], amount) end
+return amount
+"""
+"""Take up to ARGV[1] from the counter KEYS[1], never below zero and never creating it."""
+
 
 def estimate_tokens(request: ModelRequest) -> int:
     """About how many input tokens ``request`` holds: characters over `CHARS_PER_TOKEN`.
@@ -113,7 +124,7 @@ def _open(url: str) -> tuple[Any, Any]:
         target = f"async+redis+unix{url[4:]}" if scheme == "unix" else f"async+{url}"
         options: dict[str, Any] = {"connection_pool": pool}  # limits types options as scalars
         storage = storage_from_string(
-            target, implementation="redispy", key_prefix="fncore:limits", **options
+            target, implementation="redispy", key_prefix=REDIS_PREFIX, **options
         )
         return storage, pool
     msg = f"store {url!r}: unknown scheme {scheme!r}; use memory:// or redis://host:port"
@@ -152,6 +163,12 @@ class _Limits:
         self.moving = MovingWindowRateLimiter(self.storage)
         self.fixed = FixedWindowRateLimiter(self.storage)
         self._slots: PerLoop[asyncio.Semaphore] = PerLoop()
+        self._give_back: Any = None
+        if self._pool is not None:
+            import redis.asyncio
+
+            client = redis.asyncio.Redis(connection_pool=self._pool)
+            self._give_back = client.register_script(_GIVE_BACK)
 
     def slots(self, model: str, size: int) -> asyncio.Semaphore:
         """The semaphore bounding ``model``'s calls in flight to ``size``, in this loop."""
@@ -181,7 +198,7 @@ class _Limits:
         tokens, requests = self.tokens, self.requests
         if tokens is not None and not await self.fixed.hit(tokens, self.name, model, cost=reserved):
             # a refused fixed-window hit has counted its cost all the same: take it back
-            await self.storage.incr(self._key(tokens, model), tokens.get_expiry(), amount=-reserved)
+            await self.give_back(tokens, model, reserved)
             stats = await self.fixed.get_window_stats(tokens, self.name, model)
             return "tokens_per_minute", stats.reset_time - time.time()
         if requests is not None and not await self.moving.hit(requests, self.name, model):
@@ -210,12 +227,15 @@ class _Limits:
         """Give back ``amount`` reserved tokens, no more than the window holds.
 
         A window that ended meanwhile holds less (or nothing): what is given back never
-        becomes credit in a later window.
+        becomes credit in a later window. The read and the decrement are one step (a Lua
+        script on Redis), so a window that ends between them, or another process giving
+        back at once, cannot turn it into credit either.
         """
         key = self._key(tokens, model)
-        amount = min(amount, await self.storage.get(key))
-        if amount > 0:
-            await self.storage.incr(key, tokens.get_expiry(), amount=-amount)
+        if self._give_back is None:
+            await self.storage.decr(key, amount)  # in memory: one step, floored at zero
+        else:
+            await self._give_back(keys=[f"{REDIS_PREFIX}:{key}"], args=[amount])
 
     async def settle(
         self, tokens: RateLimitItem, model: str, reserved: int, outcome: Outcome[ModelResponse]

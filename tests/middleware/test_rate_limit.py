@@ -192,6 +192,46 @@ async def test_usage_beyond_the_reservation_is_counted(store: str, streaming: bo
     await registry.aclose()
 
 
+async def test_tokens_given_back_after_their_window_are_no_credit_in_the_next(store: str) -> None:
+    """A call that outlives its window gives back into nothing: the next window is whole."""
+    release = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> ModelResponse:
+        if request.messages[-1].text == "slow":
+            await asyncio.sleep(1.2)  # past the end of its one-second window
+        else:
+            await release.wait()
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    registry = rate_limit(
+        requests_per_minute=None, tokens_per_minute=100, window=1, max_wait=0, store=store
+    )
+    agent = Agent(FunctionModel(slow), registry=registry)
+    settings = ModelSettings(max_tokens=60)  # each reserves ~5 + 60 tokens
+    assert isinstance(await agent.run("slow", model_settings=settings), Success)
+    # had the slow call's ~60 unused tokens become credit, both of these would pass
+    runs = [asyncio.create_task(agent.run("quick", model_settings=settings)) for _ in "ab"]
+    await asyncio.wait(runs, return_when=asyncio.FIRST_COMPLETED)  # one is refused at once
+    release.set()
+    outcomes = [await run for run in runs]
+    assert sum(isinstance(o, Success) for o in outcomes) == 1
+    await registry.aclose()
+
+
+async def test_concurrent_give_backs_never_take_a_window_below_zero(redis_url: str) -> None:
+    """Two clients (as two processes) give back more than the window holds: it ends at 0."""
+    registries = [rate_limit(tokens_per_minute=1000, store=redis_url) for _ in range(2)]
+    owners = [registry.resources[0] for registry in registries]
+    tokens = owners[0].tokens
+    await owners[0].storage.incr(owners[0]._key(tokens, "m"), 60, amount=50)
+    await asyncio.gather(*(owner.give_back(tokens, "m", 40) for owner in owners * 5))
+    assert await owners[1].storage.get(owners[1]._key(tokens, "m")) == 0
+    await owners[0].give_back(tokens, "absent", 40)  # a window that is gone stays gone
+    assert await owners[0].storage.get(owners[0]._key(tokens, "absent")) == 0
+    for registry in registries:
+        await registry.aclose()
+
+
 async def test_a_failed_call_gives_its_whole_reservation_back(store: str) -> None:
     """A model error used no tokens: its reservation is free again at once."""
     calls: list[int] = []
