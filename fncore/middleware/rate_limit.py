@@ -3,9 +3,10 @@
 Requests per minute count in a moving window (the last 60 seconds, exactly); tokens per
 minute in a fixed one-minute window that starts with its first reservation, because a
 reservation is settled afterwards with the tokens actually used, which only a counter can
-give back. ``window`` shortens (or lengthens) the minute: both rates then count per
-``window`` seconds. Both come from the `limits` library, in a store chosen by URL: ``memory://``
-(this process) or ``redis://...`` (every process using the same server and ``name``).
+give back (to the window it was made in: a call that outlives its window gives nothing
+back). ``window`` shortens (or lengthens) the minute: both rates then count per ``window``
+seconds. Both come from the `limits` library, in a store chosen by URL: ``memory://`` (this
+process) or ``redis://...`` (every process using the same server and ``name``).
 
 Before a call, its tokens are reserved: an estimate of the input (its characters over four)
 plus ``max_tokens`` (or ``output_reserve`` when the request sets none). After the call, the
@@ -63,12 +64,16 @@ REDIS_PREFIX = "fncore:limits"
 """The prefix of the rates' keys in Redis (`limits` puts a colon after it)."""
 
 _GIVE_BACK = """
+if ARGV[2] ~= '' and redis.call('pexpiretime', KEYS[1]) ~= tonumber(ARGV[2]) then
+    return 0
+end
 local held = tonumber(redis.call('get', KEYS[1]) or '0')
 local amount = math.min(tonumber(ARGV[1]), held)
 if amount > 0 then redis.call('decrby', KEYS[1], amount) end
 return amount
 """
-"""Take up to ARGV[1] from the counter KEYS[1], never below zero and never creating it."""
+"""Take up to ARGV[1] from the counter KEYS[1], never below zero and never creating it; with
+ARGV[2], only if the counter is still the window that ends then (``PEXPIRETIME``)."""
 
 
 def estimate_tokens(request: ModelRequest) -> int:
@@ -163,12 +168,13 @@ class _Limits:
         self.moving = MovingWindowRateLimiter(self.storage)
         self.fixed = FixedWindowRateLimiter(self.storage)
         self._slots: PerLoop[asyncio.Semaphore] = PerLoop()
+        self._client: Any = None
         self._give_back: Any = None
         if self._pool is not None:
             import redis.asyncio
 
-            client = redis.asyncio.Redis(connection_pool=self._pool)
-            self._give_back = client.register_script(_GIVE_BACK)
+            self._client = redis.asyncio.Redis(connection_pool=self._pool)
+            self._give_back = self._client.register_script(_GIVE_BACK)
 
     def slots(self, model: str, size: int) -> asyncio.Semaphore:
         """The semaphore bounding ``model``'s calls in flight to ``size``, in this loop."""
@@ -223,33 +229,56 @@ class _Limits:
     def _key(self, tokens: RateLimitItem, model: str) -> str:
         return tokens.key_for(self.name, model)
 
-    async def give_back(self, tokens: RateLimitItem, model: str, amount: int) -> None:
-        """Give back ``amount`` reserved tokens, no more than the window holds.
+    async def window(self, tokens: RateLimitItem, model: str) -> float:
+        """Which window ``model``'s tokens count in now, named by when it ends, exactly.
 
-        A window that ended meanwhile holds less (or nothing): what is given back never
-        becomes credit in a later window. The read and the decrement are one step (a Lua
-        script on Redis), so a window that ends between them, or another process giving
-        back at once, cannot turn it into credit either.
+        Read just after a reservation, it names the window the reservation was made in.
         """
         key = self._key(tokens, model)
-        if self._give_back is None:
+        if self._client is None:
+            return float(await self.storage.get_expiry(key))
+        return float(await self._client.pexpiretime(f"{REDIS_PREFIX}:{key}"))
+
+    async def give_back(
+        self, tokens: RateLimitItem, model: str, amount: int, window: float | None = None
+    ) -> None:
+        """Give back ``amount`` reserved tokens to ``window``, no more than it holds.
+
+        A window that ended meanwhile is given nothing: what a reservation did not use
+        never frees room in a later window, which counts other calls' reservations (nor
+        becomes credit there). ``None``: the current window (a hit just refused). The check
+        and the decrement are one step (a Lua script on Redis), so another process giving
+        back at once cannot take a window below zero.
+        """
+        key = self._key(tokens, model)
+        if self._give_back is not None:
+            await self._give_back(
+                keys=[f"{REDIS_PREFIX}:{key}"], args=[amount, "" if window is None else window]
+            )
+        elif window is None or await self.storage.get_expiry(key) == window:
             await self.storage.decr(key, amount)  # in memory: one step, floored at zero
-        else:
-            await self._give_back(keys=[f"{REDIS_PREFIX}:{key}"], args=[amount])
 
     async def settle(
-        self, tokens: RateLimitItem, model: str, reserved: int, outcome: Outcome[ModelResponse]
+        self,
+        tokens: RateLimitItem,
+        model: str,
+        reserved: tuple[int, float],
+        outcome: Outcome[ModelResponse],
     ) -> None:
-        """Settle a reservation with the tokens the call used (none, if it failed)."""
+        """Settle a reservation (tokens, window) with what the call used (none, if it failed).
+
+        What it used beyond the reservation counts in the current window.
+        """
+        amount, window = reserved
         used = 0
         if type(outcome) is Success:
             usage = outcome.unwrap().usage
             used = usage.input_tokens + usage.output_tokens
-        if used < reserved:
-            await self.give_back(tokens, model, reserved - used)
-        elif used > reserved:
+        if used < amount:
+            await self.give_back(tokens, model, amount - used, window)
+        elif used > amount:
             await self.storage.incr(
-                self._key(tokens, model), tokens.get_expiry(), amount=used - reserved
+                self._key(tokens, model), tokens.get_expiry(), amount=used - amount
             )
 
     async def aclose(self) -> None:
@@ -386,9 +415,11 @@ def rate_limit(
             refused = await limits.admit(model, reserved, deadline)
             if refused is not None:
                 return Failure(refused)
+            if tokens is None:
+                return await call_next(ctx)
+            reservation = (reserved, await limits.window(tokens, model))
             outcome = await call_next(ctx)
-            if tokens is not None:
-                await limits.settle(tokens, model, reserved, outcome)
+            await limits.settle(tokens, model, reservation, outcome)
             return outcome
         finally:
             if slot is not None:

@@ -218,6 +218,38 @@ async def test_tokens_given_back_after_their_window_are_no_credit_in_the_next(st
     await registry.aclose()
 
 
+async def test_tokens_go_back_only_to_the_window_they_were_reserved_in(store: str) -> None:
+    """A call that outlives its window gives nothing back to the next, which others fill."""
+    events = {text: asyncio.Event() for text in ("first", "second")}
+    entered = {text: asyncio.Event() for text in ("first", "second")}
+
+    async def held(request: ModelRequest) -> ModelResponse:
+        text = request.messages[-1].text
+        if text in events:
+            entered[text].set()
+            await events[text].wait()
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    registry = rate_limit(
+        requests_per_minute=None, tokens_per_minute=100, window=1, max_wait=0, store=store
+    )
+    agent = Agent(FunctionModel(held), registry=registry)
+    settings = ModelSettings(max_tokens=60)  # each reserves ~5 + 60 tokens
+    first = asyncio.create_task(agent.run("first", model_settings=settings))
+    await entered["first"].wait()
+    await asyncio.sleep(1.1)  # the first call's window ends while it runs
+    second = asyncio.create_task(agent.run("second", model_settings=settings))
+    await entered["second"].wait()  # the second reserved ~65 of the new window
+    events["first"].set()
+    assert isinstance(await first, Success)  # used 5: its ~60 must not free the new window
+    error = (await agent.run("third", model_settings=settings)).failure()
+    assert isinstance(error, RateLimitExceeded)
+    assert error.limit == "tokens_per_minute"
+    events["second"].set()
+    assert isinstance(await second, Success)
+    await registry.aclose()
+
+
 async def test_concurrent_give_backs_never_take_a_window_below_zero(redis_url: str) -> None:
     """Two clients (as two processes) give back more than the window holds: it ends at 0."""
     registries = [rate_limit(tokens_per_minute=1000, store=redis_url) for _ in range(2)]
