@@ -278,7 +278,8 @@ def budget(
     Returns:
         A registry with the middleware: at ``model_call`` to spend (and with
         ``exit="error"`` to refuse calls), at ``reasoning`` for the last round
-        (``exit="end"``), at ``run`` to require a session or tenant if needed.
+        (``exit="end"``) and the session's turn (``session_spend="store"``), at ``run`` to
+        require a session or tenant if needed.
 
     Raises:
         ValueError: for no budget at all, a cost budget without prices, or prices without a

@@ -412,6 +412,32 @@ async def test_concurrent_runs_of_a_session_never_exceed_its_budget_in_the_store
     await registry.aclose()
 
 
+async def test_a_run_cancelled_in_its_turn_lets_the_next_run_of_the_session_in(
+    store: str,
+) -> None:
+    """Cancelled while its round holds the session's turn, a run gives the turn up."""
+    entered = asyncio.Event()
+
+    async def answer(request: ModelRequest) -> ModelResponse:
+        if request.messages[-1].text == "stuck":
+            entered.set()
+            await asyncio.Event().wait()  # until cancelled
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    registry = budget(
+        tokens_per_reply=None, tokens_per_session=50, session_spend="store", store=store
+    )
+    agent = agent_with(registry, FunctionModel(answer))
+    stuck = asyncio.create_task(agent.run("stuck", session_id="s"))
+    await entered.wait()
+    stuck.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stuck
+    result = await asyncio.wait_for(agent.run("next", session_id="s"), 10)
+    assert result.unwrap().output == "ok"
+    await registry.aclose()
+
+
 @pytest.mark.parametrize("session_spend", ["state", "store"])
 async def test_what_a_failed_run_spent_counts_in_the_store_only(session_spend: str) -> None:
     """A run that spent, then failed: the store keeps its spending, the session's state not."""
