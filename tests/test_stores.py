@@ -159,12 +159,12 @@ async def test_a_held_redis_lock_is_renewed_and_a_dead_holders_runs_out(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Held past its lease, a lock is still held; a process killed holding it lets it go."""
-    monkeypatch.setattr(stores, "LEASE", 0.3)
+    monkeypatch.setattr(stores, "LEASE", 0.6)  # renewed every 0.2s
     first, second = RedisStore(redis_url), RedisStore(redis_url)
     raw = redis.asyncio.Redis.from_url(redis_url)
     try:
         async with first.lock("turn"):
-            await asyncio.sleep(1.0)  # three leases: renewed meanwhile
+            await asyncio.sleep(1.5)  # past two leases: renewed meanwhile
             assert await raw.exists("fncore:lock:turn") == 1
         assert await raw.exists("fncore:lock:turn") == 0  # released
         script = (
