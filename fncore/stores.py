@@ -8,13 +8,20 @@ that state in a `SharedStore`, never on themselves:
 * ``redis://host:port/db`` (and ``rediss://`` for TLS): shared by every process using the
   same server; the key prefix ``fncore:`` keeps fncore's keys apart.
 
-Values are bytes; counters are floats changed atomically (Redis ``INCRBYFLOAT``).
+Values are bytes; counters are floats changed atomically (Redis ``INCRBYFLOAT``). A lock
+(`SharedStore.lock`) holds a key exclusively among every user of the store: an
+``asyncio.Lock`` in memory, a Redis lock (redis-py's ``Lock``) whose lease is renewed while it
+is held and runs out soon after its holder dies.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,6 +34,10 @@ DEFAULT_MAX_ENTRIES = 10_000
 
 MAX_CONNECTIONS = 32
 """Connections a Redis store opens at most; more concurrent calls wait for one."""
+
+LEASE = 30.0
+"""Seconds a Redis lock lasts unless renewed: its holder renews it every third of that, so a
+lock outlives its holder (a process killed while holding it) by at most this long."""
 
 
 @runtime_checkable
@@ -57,6 +68,13 @@ class SharedStore(Protocol):
         """Remove ``key``."""
         ...
 
+    def lock(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Hold ``key`` exclusively among every user of the store, waiting for it if taken.
+
+        Not reentrant: a holder that asks for the same key again waits for itself.
+        """
+        ...
+
     async def aclose(self) -> None:
         """Release connections; the store may be used again afterwards."""
         ...
@@ -68,6 +86,16 @@ class _Entry:
     def __init__(self, value: Any, expires: float) -> None:
         self.value = value
         self.expires = expires
+
+
+class _Held:
+    """An in-process lock, and how many tasks hold it or wait for it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
 
 
 def _expiry(key: str, entry: _Entry, now: float) -> float:
@@ -84,7 +112,7 @@ class MemoryStore:
         (1.0, 3.0)
     """
 
-    __slots__ = ("_clock", "_entries", "max_entries")
+    __slots__ = ("_clock", "_entries", "_locks", "max_entries")
 
     def __init__(
         self, max_entries: int = DEFAULT_MAX_ENTRIES, clock: Callable[[], float] = time.monotonic
@@ -93,6 +121,10 @@ class MemoryStore:
         self._clock = clock
         self._entries: TLRUCache[str, _Entry] = TLRUCache(
             maxsize=max_entries, ttu=_expiry, timer=clock
+        )
+        # asyncio locks belong to a loop: one table per running loop, the held keys only
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Held]] = (
+            weakref.WeakKeyDictionary()
         )
 
     @property
@@ -124,6 +156,22 @@ class MemoryStore:
     async def delete(self, key: str) -> None:
         """Remove the key."""
         self._entries.pop(key, None)
+
+    @asynccontextmanager
+    async def lock(self, key: str) -> AsyncIterator[None]:
+        """Hold ``key`` among the tasks of this process (an ``asyncio.Lock`` per key)."""
+        locks = self._locks.setdefault(asyncio.get_running_loop(), {})
+        held = locks.get(key)
+        if held is None:
+            held = locks[key] = _Held()
+        held.users += 1
+        try:
+            async with held.lock:
+                yield
+        finally:
+            held.users -= 1
+            if not held.users:
+                del locks[key]
 
     async def aclose(self) -> None:
         """Nothing to release."""
@@ -191,11 +239,42 @@ class RedisStore:
         """Remove the key."""
         await self._redis().delete(self._prefix + key)
 
+    @asynccontextmanager
+    async def lock(self, key: str) -> AsyncIterator[None]:
+        """Hold ``key`` among every process using the server (redis-py's ``Lock``).
+
+        The lock lasts `LEASE` seconds and is renewed while held, so a holder that dies
+        gives it up by itself; one that lost it meanwhile (the server lost it) lets go
+        quietly.
+        """
+        from redis.exceptions import LockError
+
+        held = self._redis().lock(f"{self._prefix}lock:{key}", timeout=LEASE, sleep=0.02)
+        await held.acquire()
+        renewing = asyncio.ensure_future(_renew(held))
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
+            with contextlib.suppress(LockError):
+                await held.release()
+
     async def aclose(self) -> None:
         """Close the connection pool."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose(close_connection_pool=True)
+
+
+async def _renew(held: Any) -> None:
+    """Renew ``held``'s lease every third of `LEASE` until cancelled, or until it is lost."""
+    from redis.exceptions import LockError
+
+    with contextlib.suppress(LockError):
+        while True:
+            await asyncio.sleep(LEASE / 3)
+            await held.reacquire()
 
 
 def open_store(url: str) -> SharedStore:

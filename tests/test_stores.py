@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
+import redis.asyncio
 
-from fncore import ConfigError
+from fncore import ConfigError, stores
 from fncore.stores import MemoryStore, RedisStore, SharedStore, open_store
 
 
@@ -93,3 +95,97 @@ def test_a_redis_password_never_shows() -> None:
     store = RedisStore("redis://user:s3cr3t-pw@127.0.0.1:6390/0")
     assert "s3cr3t-pw" not in store.url
     assert "s3cr3t-pw" not in repr(store)
+
+
+async def test_a_lock_is_held_by_one_task_at_a_time(store: SharedStore) -> None:
+    """100 tasks take one key's lock: never two inside at once; other keys are free."""
+    inside: list[int] = []
+    most = 0
+
+    async def hold(key: str) -> None:
+        nonlocal most
+        async with store.lock(key):
+            inside.append(1)
+            most = max(most, len(inside))
+            await asyncio.sleep(0)
+            inside.pop()
+
+    try:
+        await asyncio.gather(*(hold("turn") for _ in range(100)))
+        assert most == 1
+        async with store.lock("turn"), store.lock("another"):
+            pass  # each key has its own lock, and a released one can be taken again
+    finally:
+        await store.aclose()
+
+
+def test_a_memory_lock_keeps_no_entry_once_released() -> None:
+    """The in-process lock table holds only the keys held or waited for."""
+    store = MemoryStore()
+
+    async def use() -> int:
+        async with store.lock("a"):
+            assert len(store._locks[asyncio.get_running_loop()]) == 1
+        return len(store._locks[asyncio.get_running_loop()])
+
+    assert asyncio.run(use()) == 0
+    assert asyncio.run(use()) == 0  # and a new event loop gets a table of its own
+
+
+async def test_two_clients_of_one_redis_exclude_each_other(redis_url: str) -> None:
+    """A lock one client holds, another (as another process would be) waits for."""
+    first, second = RedisStore(redis_url), RedisStore(redis_url)
+    order: list[str] = []
+    entered = asyncio.Event()
+
+    async def take(store: RedisStore, who: str) -> None:
+        async with store.lock("turn"):
+            order.append(f"{who} in")
+            entered.set()
+            await asyncio.sleep(0.1)
+            order.append(f"{who} out")
+
+    try:
+        holder = asyncio.create_task(take(first, "first"))
+        await entered.wait()
+        await asyncio.gather(holder, take(second, "second"))
+        assert order == ["first in", "first out", "second in", "second out"]
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_a_held_redis_lock_is_renewed_and_a_dead_holders_runs_out(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held past its lease, a lock is still held; a process killed holding it lets it go."""
+    monkeypatch.setattr(stores, "LEASE", 0.6)  # renewed every 0.2s
+    first, second = RedisStore(redis_url), RedisStore(redis_url)
+    raw = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        async with first.lock("turn"):
+            await asyncio.sleep(1.5)  # past two leases: renewed meanwhile
+            assert await raw.exists("fncore:lock:turn") == 1
+        assert await raw.exists("fncore:lock:turn") == 0  # released
+        script = (
+            "import asyncio, os, sys\n"
+            "from fncore import stores\n"
+            "stores.LEASE = 0.5\n"
+            "async def main():\n"
+            "    async with stores.RedisStore(sys.argv[1]).lock('turn'):\n"
+            "        print('held', flush=True)\n"
+            "        os._exit(0)\n"
+            "asyncio.run(main())\n"
+        )
+        worker = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", script, redis_url, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await worker.communicate()
+        assert out == b"held\n"
+        assert await raw.exists("fncore:lock:turn") == 1  # its holder died holding it
+        async with asyncio.timeout(10), second.lock("turn"):
+            pass  # the lease ran out
+    finally:
+        await raw.aclose()
+        await first.aclose()
+        await second.aclose()

@@ -9,8 +9,9 @@ a run early when a limit is counted per session (or per tenant) and the run has 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from returns.result import Failure
 
@@ -34,6 +35,9 @@ from fncore.middleware._place import place
 Verdict = Literal["go", "last", "stop"]
 """Before a round: go on as usual, make it the reply's last, or stop without a model call."""
 
+Turn: TypeAlias = Callable[[RunInfo], AbstractAsyncContextManager[None]]
+"""Something a round runs inside, verdict included: a session's turn among its runs."""
+
 
 def register_last_round(
     registry: Registry,
@@ -42,17 +46,18 @@ def register_last_round(
     verdict: Callable[[ReasoningContext], Awaitable[Verdict]],
     hint: str,
     message: str,
+    turn: Turn | None = None,
 ) -> None:
     """Register a ``reasoning`` middleware that ends the reply as ``verdict`` says.
 
     The last round gets ``hint`` as a final user message (in its request only; the transcript
     does not keep it), no tools and ``tool_choice="none"``. A round after it, or one whose
     verdict is ``stop``, ends the run with ``message`` (`Terminate`) without a model call.
+    With ``turn``, each round, its verdict included, runs inside ``turn(ctx.run)``.
     """
     wrapped = StateKey(f"{name}.last_round", default=bool)
 
-    @registry.on("reasoning", name=name, **place(builtin))
-    async def last_round(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
+    async def decide(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
         said = await verdict(ctx)
         if said != "go":
             state = ctx.run.state
@@ -62,6 +67,15 @@ def register_last_round(
             hinted = (*ctx.messages, Message.user(hint))
             ctx = replace(ctx, messages=hinted, tools=(), tool_choice="none")
         return await call_next(ctx)
+
+    if turn is None:
+        registry.on("reasoning", name=name, **place(builtin))(decide)
+        return
+
+    @registry.on("reasoning", name=name, **place(builtin))
+    async def last_round(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
+        async with turn(ctx.run):
+            return await decide(ctx, call_next)
 
 
 def tenant_of(run: RunInfo, tenant_key: str) -> str | None:

@@ -7,8 +7,11 @@ Every model call's usage (the `Usage` on its response) is spent from each config
 * cost: from a price table per model (per million tokens, in the prices' currency).
 
 Each budget counts in one scope: the reply (``ctx.run.state``), the session
-(``ctx.run.session_state``), or a tenant (the run's ``metadata[tenant_key]``) in a store
-shared by every process that uses the same URL.
+(``ctx.run.session_state``, or with ``session_spend="store"`` the store, under the session's
+id), or a tenant (the run's ``metadata[tenant_key]``) in a store shared by every process that
+uses the same URL. Per-session spending in the store is shared at once by every run of the
+session in every process; its rounds take turns (a lock in the store), so concurrent runs
+spend as if they ran one after another.
 
 A budget is checked before each round: the round that crosses it is not cut short (its cost
 is known only afterwards). What follows is ``exit``:
@@ -21,7 +24,9 @@ is known only afterwards). What follows is ``exit``:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -36,6 +41,7 @@ from fncore.core import (
     ModelResponse,
     Outcome,
     ReasoningContext,
+    ReasoningNext,
     Registry,
     RunInfo,
     State,
@@ -43,7 +49,13 @@ from fncore.core import (
     Usage,
 )
 from fncore.middleware._place import place
-from fncore.middleware._scopes import Verdict, register_last_round, require_scopes, tenant_of
+from fncore.middleware._scopes import (
+    Turn,
+    Verdict,
+    register_last_round,
+    require_scopes,
+    tenant_of,
+)
 from fncore.stores import SharedStore, open_store
 
 HINT = "Your budget is spent. Give your final answer now, with what you have, without tools."
@@ -108,8 +120,12 @@ class _Budget:
 
 
 @dataclass(frozen=True, slots=True)
-class _Tenants:
-    """The per-tenant budgets, in a store every process using the same URL shares."""
+class _Stored:
+    """The budgets counted in a store, which every process using the same URL shares.
+
+    Per-tenant budgets count under the run's tenant and start again every ``period``;
+    per-session budgets (``session_spend="store"``) count under the session's id.
+    """
 
     budgets: tuple[_Budget, ...]
     store: SharedStore
@@ -117,21 +133,25 @@ class _Tenants:
     period: float
 
     def _key(self, budget: _Budget, run: RunInfo) -> str:
-        return f"{budget.key.name}:{tenant_of(run, self.tenant_key)}"
+        owner = tenant_of(run, self.tenant_key) if budget.scope == "shared" else run.session_id
+        return f"{budget.key.name}:{owner}"
+
+    def _ttl(self, budget: _Budget) -> float | None:
+        return self.period if budget.scope == "shared" else None
 
     async def over(self, run: RunInfo) -> tuple[_Budget, float] | None:
-        """The first budget ``run``'s tenant has spent, with what it spent, if any."""
+        """The first budget ``run``'s tenant (session) has spent, with what it spent, if any."""
         for budget in self.budgets:
-            spent = await self.store.incr(self._key(budget, run), 0.0, ttl=self.period)
+            spent = await self.store.incr(self._key(budget, run), 0.0, ttl=self._ttl(budget))
             if spent >= budget.allowed:
                 return budget, spent
         return None
 
     async def spend(self, run: RunInfo, tokens: float, cost: float) -> None:
-        """Spend from each budget of ``run``'s tenant (atomic: exact across processes)."""
+        """Spend from each budget of ``run``'s tenant (session): atomic, exact across processes."""
         for budget in self.budgets:
             amount = budget.amount(tokens, cost)
-            await self.store.incr(self._key(budget, run), amount, ttl=self.period)
+            await self.store.incr(self._key(budget, run), amount, ttl=self._ttl(budget))
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +160,8 @@ class _Books:
 
     local: tuple[_Budget, ...]
     """The budgets per reply and per session, in the run's state."""
-    tenants: _Tenants | None
-    """The budgets per tenant, if any."""
+    stored: _Stored | None
+    """The budgets per tenant, and per session with ``session_spend="store"``, if any."""
 
     async def over(self, run: RunInfo) -> tuple[_Budget, float] | None:
         """The first budget ``run`` has spent, with what it spent; ``None`` if none is."""
@@ -149,15 +169,39 @@ class _Books:
             spent = _state(budget, run).get(budget.key)
             if spent >= budget.allowed:
                 return budget, spent
-        return None if self.tenants is None else await self.tenants.over(run)
+        return None if self.stored is None else await self.stored.over(run)
 
     async def spend(self, run: RunInfo, tokens: float, cost: float) -> None:
         """Spend ``tokens`` and ``cost`` from every budget."""
         for budget in self.local:
             state = _state(budget, run)
             state.set(budget.key, state.get(budget.key) + budget.amount(tokens, cost))
-        if self.tenants is not None:
-            await self.tenants.spend(run, tokens, cost)
+        if self.stored is not None:
+            await self.stored.spend(run, tokens, cost)
+
+
+_TURNS: ContextVar[frozenset[str]] = ContextVar("fncore_budget_turns", default=frozenset())
+"""The session turns the current task holds (a nested model call must not wait for itself)."""
+
+
+def _turns(store: SharedStore, name: str) -> Turn:
+    """A session's turn for its rounds, held in ``store`` by every process using it."""
+
+    @asynccontextmanager
+    async def turn(run: RunInfo) -> AsyncIterator[None]:
+        key = f"{name}.turn:{run.session_id}"
+        held = _TURNS.get()
+        if key in held:
+            yield
+            return
+        async with store.lock(key):
+            token = _TURNS.set(held | {key})
+            try:
+                yield
+            finally:
+                _TURNS.reset(token)
+
+    return turn
 
 
 def _state(budget: _Budget, run: RunInfo) -> State:
@@ -194,6 +238,7 @@ def budget(
     cost_per_tenant: Amount | None = None,
     tenant_key: str = "tenant",
     period: Annotated[float, Field(gt=0)] = 86_400.0,
+    session_spend: Literal["state", "store"] = "state",
     store: str = "memory://",
     exit: Literal["end", "error"] = "end",
     hint: str = HINT,
@@ -217,8 +262,13 @@ def budget(
         tenant_key: The metadata key naming a run's tenant (``run(..., metadata=...)``).
         period: Seconds after which a tenant's spending starts again from zero, counted from
             its first call in the period.
-        store: Where per-tenant spending is counted: ``memory://`` (this process) or
-            ``redis://host:port/db`` (every process using it).
+        session_spend: Where per-session spending is counted: ``"state"``, the session's
+            state, committed with it when a run succeeds; or ``"store"``, in ``store`` under
+            the session's id, shared at once by every run of the session in every process
+            using it (failed runs' spending included), whose rounds take turns.
+        store: Where per-tenant spending (and per-session, with ``session_spend="store"``)
+            is counted: ``memory://`` (this process) or ``redis://host:port/db`` (every
+            process using it).
         exit: When a budget is spent, ``"end"`` the reply with a final answer, or fail with
             an ``"error"`` (`BudgetExceeded`).
         hint: What the last round of a reply is told (``exit="end"``).
@@ -228,7 +278,8 @@ def budget(
     Returns:
         A registry with the middleware: at ``model_call`` to spend (and with
         ``exit="error"`` to refuse calls), at ``reasoning`` for the last round
-        (``exit="end"``), at ``run`` to require a session or tenant if needed.
+        (``exit="end"``) and the session's turn (``session_spend="store"``), at ``run`` to
+        require a session or tenant if needed.
 
     Raises:
         ValueError: for no budget at all, a cost budget without prices, or prices without a
@@ -265,22 +316,29 @@ def budget(
     if prices and not costs:
         msg = "budget: prices are only used by a cost budget: set cost_per_reply, ..."
         raise ValueError(msg)
-    registry = Registry()
-    shared = tuple(b for b in budgets if b.scope == "shared")
-    tenants = None
-    if shared:
-        tenants = _Tenants(shared, registry.own(open_store(store)), tenant_key, period)
     session = [b.limit for b in budgets if b.scope == "session"]
+    if session_spend == "store" and not session:
+        msg = (
+            "budget: session_spend='store' counts per-session budgets only: set "
+            "tokens_per_session or cost_per_session, or drop session_spend"
+        )
+        raise ValueError(msg)
+    registry = Registry()
+    in_store = ("shared", "session") if session_spend == "store" else ("shared",)
+    stored = tuple(b for b in budgets if b.scope in in_store)
+    shared = [b.limit for b in budgets if b.scope == "shared"]
     if session or shared:
         require_scopes(
-            registry,
-            "budget",
-            name,
-            session=session,
-            shared=[b.limit for b in shared],
-            tenant_key=tenant_key,
+            registry, "budget", name, session=session, shared=shared, tenant_key=tenant_key
         )
-    books = _Books(tuple(b for b in budgets if b.scope != "shared"), tenants)
+    kept = registry.own(open_store(store)) if stored else None
+    books = _Books(
+        tuple(b for b in budgets if b not in stored),
+        None if kept is None else _Stored(stored, kept, tenant_key, period),
+    )
+    # Per-session spending in the store: a session's rounds take turns, in every process,
+    # so the check before each round sees what every earlier round spent.
+    turn = None if kept is None or session_spend == "state" else _turns(kept, name)
     if exit == "end":
 
         async def verdict(ctx: ReasoningContext) -> Verdict:
@@ -289,10 +347,21 @@ def budget(
             # spent before the reply started: it has nothing to wrap up
             return "stop" if ctx.round == 1 else "last"
 
-        register_last_round(registry, "budget", name, verdict, hint, message)
+        register_last_round(registry, "budget", name, verdict, hint, message, turn)
+    elif turn is not None:
+        _register_turn(registry, name, turn)
     weights = (input_weight, output_weight)
     _register_spending(registry, books, weights, prices or {}, exit == "error", name)
     return registry
+
+
+def _register_turn(registry: Registry, name: str, turn: Turn) -> None:
+    """Register a ``reasoning`` middleware that runs each round in its session's turn."""
+
+    @registry.on("reasoning", name=name, **place("budget"))
+    async def take_turns(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
+        async with turn(ctx.run):
+            return await call_next(ctx)
 
 
 def _price(prices: Mapping[str, Price], *names: str) -> Price | None:

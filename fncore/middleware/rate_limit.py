@@ -3,8 +3,10 @@
 Requests per minute count in a moving window (the last 60 seconds, exactly); tokens per
 minute in a fixed one-minute window that starts with its first reservation, because a
 reservation is settled afterwards with the tokens actually used, which only a counter can
-give back. Both come from the `limits` library, in a store chosen by URL: ``memory://``
-(this process) or ``redis://...`` (every process using the same server and ``name``).
+give back (to the window it was made in: a call that outlives its window gives nothing
+back). ``window`` shortens (or lengthens) the minute: both rates then count per ``window``
+seconds. Both come from the `limits` library, in a store chosen by URL: ``memory://`` (this
+process) or ``redis://...`` (every process using the same server and ``name``).
 
 Before a call, its tokens are reserved: an estimate of the input (its characters over four)
 plus ``max_tokens`` (or ``output_reserve`` when the request sets none). After the call, the
@@ -57,6 +59,21 @@ POLL = 1.0
 """The longest a waiting call sleeps before it looks again (given-back tokens free room)."""
 
 Limit = Literal["requests_per_minute", "tokens_per_minute", "max_concurrent"]
+
+REDIS_PREFIX = "fncore:limits"
+"""The prefix of the rates' keys in Redis (`limits` puts a colon after it)."""
+
+_GIVE_BACK = """
+if ARGV[2] ~= '' and redis.call('pexpiretime', KEYS[1]) ~= tonumber(ARGV[2]) then
+    return 0
+end
+local held = tonumber(redis.call('get', KEYS[1]) or '0')
+local amount = math.min(tonumber(ARGV[1]), held)
+if amount > 0 then redis.call('decrby', KEYS[1], amount) end
+return amount
+"""
+"""Take up to ARGV[1] from the counter KEYS[1], never below zero and never creating it; with
+ARGV[2], only if the counter is still the window that ends then (``PEXPIRETIME``)."""
 
 
 def estimate_tokens(request: ModelRequest) -> int:
@@ -112,11 +129,23 @@ def _open(url: str) -> tuple[Any, Any]:
         target = f"async+redis+unix{url[4:]}" if scheme == "unix" else f"async+{url}"
         options: dict[str, Any] = {"connection_pool": pool}  # limits types options as scalars
         storage = storage_from_string(
-            target, implementation="redispy", key_prefix="fncore:limits", **options
+            target, implementation="redispy", key_prefix=REDIS_PREFIX, **options
         )
         return storage, pool
     msg = f"store {url!r}: unknown scheme {scheme!r}; use memory:// or redis://host:port"
     raise ValueError(msg)
+
+
+def _per(amount: int, window: int) -> RateLimitItem:
+    """``amount`` per ``window`` seconds, as a `limits` item.
+
+    Whole minutes stay minutes, which keeps a per-minute rate's key as it always was.
+    """
+    from limits import RateLimitItemPerMinute, RateLimitItemPerSecond
+
+    if window % 60 == 0:
+        return RateLimitItemPerMinute(amount, window // 60)
+    return RateLimitItemPerSecond(amount, window)
 
 
 class _Limits:
@@ -128,21 +157,24 @@ class _Limits:
         store: str,
         requests: int | None,
         tokens: int | None,
+        window: int = 60,
     ) -> None:
-        from limits import RateLimitItemPerMinute
         from limits.aio.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 
         self.name = name
         self.storage, self._pool = _open(store)
-        self.requests: RateLimitItem | None = (
-            None if requests is None else RateLimitItemPerMinute(requests)
-        )
-        self.tokens: RateLimitItem | None = (
-            None if tokens is None else RateLimitItemPerMinute(tokens)
-        )
+        self.requests = None if requests is None else _per(requests, window)
+        self.tokens = None if tokens is None else _per(tokens, window)
         self.moving = MovingWindowRateLimiter(self.storage)
         self.fixed = FixedWindowRateLimiter(self.storage)
         self._slots: PerLoop[asyncio.Semaphore] = PerLoop()
+        self._client: Any = None
+        self._give_back: Any = None
+        if self._pool is not None:
+            import redis.asyncio
+
+            self._client = redis.asyncio.Redis(connection_pool=self._pool)
+            self._give_back = self._client.register_script(_GIVE_BACK)
 
     def slots(self, model: str, size: int) -> asyncio.Semaphore:
         """The semaphore bounding ``model``'s calls in flight to ``size``, in this loop."""
@@ -172,7 +204,7 @@ class _Limits:
         tokens, requests = self.tokens, self.requests
         if tokens is not None and not await self.fixed.hit(tokens, self.name, model, cost=reserved):
             # a refused fixed-window hit has counted its cost all the same: take it back
-            await self.storage.incr(self._key(tokens, model), tokens.get_expiry(), amount=-reserved)
+            await self.give_back(tokens, model, reserved)
             stats = await self.fixed.get_window_stats(tokens, self.name, model)
             return "tokens_per_minute", stats.reset_time - time.time()
         if requests is not None and not await self.moving.hit(requests, self.name, model):
@@ -197,30 +229,56 @@ class _Limits:
     def _key(self, tokens: RateLimitItem, model: str) -> str:
         return tokens.key_for(self.name, model)
 
-    async def give_back(self, tokens: RateLimitItem, model: str, amount: int) -> None:
-        """Give back ``amount`` reserved tokens, no more than the window holds.
+    async def window(self, tokens: RateLimitItem, model: str) -> float:
+        """Which window ``model``'s tokens count in now, named by when it ends, exactly.
 
-        A window that ended meanwhile holds less (or nothing): what is given back never
-        becomes credit in a later window.
+        Read just after a reservation, it names the window the reservation was made in.
         """
         key = self._key(tokens, model)
-        amount = min(amount, await self.storage.get(key))
-        if amount > 0:
-            await self.storage.incr(key, tokens.get_expiry(), amount=-amount)
+        if self._client is None:
+            return float(await self.storage.get_expiry(key))
+        return float(await self._client.pexpiretime(f"{REDIS_PREFIX}:{key}"))
+
+    async def give_back(
+        self, tokens: RateLimitItem, model: str, amount: int, window: float | None = None
+    ) -> None:
+        """Give back ``amount`` reserved tokens to ``window``, no more than it holds.
+
+        A window that ended meanwhile is given nothing: what a reservation did not use
+        never frees room in a later window, which counts other calls' reservations (nor
+        becomes credit there). ``None``: the current window (a hit just refused). The check
+        and the decrement are one step (a Lua script on Redis), so another process giving
+        back at once cannot take a window below zero.
+        """
+        key = self._key(tokens, model)
+        if self._give_back is not None:
+            await self._give_back(
+                keys=[f"{REDIS_PREFIX}:{key}"], args=[amount, "" if window is None else window]
+            )
+        elif window is None or await self.storage.get_expiry(key) == window:
+            await self.storage.decr(key, amount)  # in memory: one step, floored at zero
 
     async def settle(
-        self, tokens: RateLimitItem, model: str, reserved: int, outcome: Outcome[ModelResponse]
+        self,
+        tokens: RateLimitItem,
+        model: str,
+        reserved: tuple[int, float],
+        outcome: Outcome[ModelResponse],
     ) -> None:
-        """Settle a reservation with the tokens the call used (none, if it failed)."""
+        """Settle a reservation (tokens, window) with what the call used (none, if it failed).
+
+        What it used beyond the reservation counts in the current window.
+        """
+        amount, window = reserved
         used = 0
         if type(outcome) is Success:
             usage = outcome.unwrap().usage
             used = usage.input_tokens + usage.output_tokens
-        if used < reserved:
-            await self.give_back(tokens, model, reserved - used)
-        elif used > reserved:
+        if used < amount:
+            await self.give_back(tokens, model, amount - used, window)
+        elif used > amount:
             await self.storage.incr(
-                self._key(tokens, model), tokens.get_expiry(), amount=used - reserved
+                self._key(tokens, model), tokens.get_expiry(), amount=used - amount
             )
 
     async def aclose(self) -> None:
@@ -277,7 +335,10 @@ def _too_big(limits: _Limits, model: str, reserved: int, allowed: int) -> RateLi
 
 
 PerMinute = Annotated[int, Field(ge=1)]
-"""A rate: at least one per minute."""
+"""A rate: at least one per minute (per window)."""
+
+Window = Annotated[int, Field(ge=1)]
+"""A window: a whole number of seconds, at least one."""
 
 
 def rate_limit(
@@ -287,21 +348,25 @@ def rate_limit(
     max_concurrent: Annotated[int, Field(ge=1)] | None = None,
     max_wait: Annotated[float, Field(ge=0)] = 60.0,
     output_reserve: Annotated[int, Field(ge=0)] = 1024,
+    window: Window = 60,
     store: str = "memory://",
     name: str = "rate_limit",
 ) -> Registry:
     """Keep each model's calls under requests and tokens per minute, and calls in flight.
 
     Args:
-        requests_per_minute: Calls per model in any 60 seconds (``None``: no limit).
-        tokens_per_minute: Input plus output tokens per model per minute (``None``: no
-            limit); each call reserves its estimate before it is sent.
+        requests_per_minute: Calls per model in any 60 seconds, or in any ``window`` seconds
+            (``None``: no limit).
+        tokens_per_minute: Input plus output tokens per model per minute, or per ``window``
+            (``None``: no limit); each call reserves its estimate before it is sent.
         max_concurrent: Calls per model in flight at once, in this process (``None``: no
             limit).
         max_wait: Seconds a call may wait for capacity before it fails with
             `RateLimitExceeded` (0: fail at once).
         output_reserve: Tokens reserved for the answer when a request sets no
             ``max_tokens``.
+        window: The seconds both rates count over: a minute by default; ``window=1`` makes
+            them per second (as some providers count), a short window suits tests.
         store: Where the rates are counted: ``memory://`` (this process) or
             ``redis://host:port/db`` (every process using it).
         name: The middleware's name; also the rates' key, so two agents (or processes) with
@@ -323,7 +388,7 @@ def rate_limit(
             "rate_limit needs a limit: set requests_per_minute, tokens_per_minute or max_concurrent"
         )
         raise ValueError(msg)
-    limits = _Limits(name, store, requests_per_minute, tokens_per_minute)
+    limits = _Limits(name, store, requests_per_minute, tokens_per_minute, window)
     registry = Registry()
     registry.own(limits)
     tokens = limits.tokens
@@ -350,9 +415,11 @@ def rate_limit(
             refused = await limits.admit(model, reserved, deadline)
             if refused is not None:
                 return Failure(refused)
+            if tokens is None:
+                return await call_next(ctx)
+            reservation = (reserved, await limits.window(tokens, model))
             outcome = await call_next(ctx)
-            if tokens is not None:
-                await limits.settle(tokens, model, reserved, outcome)
+            await limits.settle(tokens, model, reservation, outcome)
             return outcome
         finally:
             if slot is not None:

@@ -80,3 +80,18 @@ async def wait_for_start():
     await asyncio.sleep(max(0.0, float(sys.argv[-1]) - time.time()))
 """
 """What every worker script starts with: imports and ``wait_for_start``."""
+
+BARRIER = """
+import redis.asyncio
+
+
+async def barrier(url, name, count):
+    # Wait until ``count`` workers reach the barrier ``name``, counted in Redis.
+    client = redis.asyncio.Redis.from_url(url)
+    await client.incr(f"test:barrier:{name}")
+    while int(await client.get(f"test:barrier:{name}")) < count:
+        await asyncio.sleep(0.01)
+    await client.aclose()
+"""
+"""What a worker script adds to `PRELUDE` to wait for the others: ``barrier(url, name, n)``,
+so the workers start a phase together however long each took to import."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PRELUDE, config_error, configured, outcome_of, run_processes
+from helpers import BARRIER, PRELUDE, config_error, configured, outcome_of, run_processes
 from returns.result import Success
 
 from fncore import (
@@ -22,6 +22,7 @@ from fncore import (
     Registry,
     RunEnd,
     ScopeRequired,
+    SessionConflict,
     StateKey,
     Usage,
     load_container,
@@ -304,6 +305,58 @@ asyncio.run(main())
     assert await run_processes(script, redis_url, count=1) == ["terminated"]
 
 
+@pytest.mark.parametrize("exit", ["end", "error"])
+async def test_four_processes_never_exceed_a_session_budget_on_redis(
+    redis_url: str, exit: str
+) -> None:
+    """Four processes, 15 concurrent runs of one session each, 100 tokens for the session.
+
+    Each call spends 5: exactly 20 calls are made between them, and not one more.
+    """
+    script = (
+        PRELUDE
+        + BARRIER
+        + """
+from fncore import Agent, BudgetExceeded, Message, ModelResponse, Usage
+from fncore.middleware import budget
+from fncore.testing import FunctionModel
+
+
+async def answer(request):
+    await asyncio.sleep(0.002)
+    return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+
+async def main():
+    url, exit = sys.argv[1], sys.argv[2]
+    registry = budget(
+        tokens_per_reply=None,
+        tokens_per_session=100,
+        session_spend="store",
+        store=url,
+        exit=exit,
+    )
+    model = FunctionModel(answer)
+    agent = Agent(model, registry=registry)
+    await barrier(url, "start", 4)
+    outcomes = await asyncio.gather(*(agent.run("hi", session_id="shared") for _ in range(15)))
+    await registry.aclose()
+    refused = sum(isinstance(o.swap().value_or(None), BudgetExceeded) for o in outcomes)
+    print(json.dumps([len(model.requests), refused]))
+
+
+asyncio.run(main())
+"""
+    )
+    counts = await run_processes(script, redis_url, exit, count=4)
+    calls, refused = (sum(column) for column in zip(*counts, strict=True))
+    assert calls == 20
+    assert refused == (60 - 20 if exit == "error" else 0)
+    store = RedisStore(redis_url)
+    assert await store.incr("budget.tokens_per_session:shared", 0.0) == 100.0
+    await store.aclose()
+
+
 async def test_a_tenant_budget_starts_again_after_its_period(redis_url: str) -> None:
     """A tenant's spending expires ``period`` seconds after its first call of the period."""
     model = FunctionModel(costly(3, 2))
@@ -317,12 +370,117 @@ async def test_a_tenant_budget_starts_again_after_its_period(redis_url: str) -> 
     await registry.aclose()
 
 
+@pytest.fixture(params=["memory", "redis"])
+def store(request: pytest.FixtureRequest) -> str:
+    """Each store spending can count in: this process's memory, and a real Redis."""
+    if request.param == "memory":
+        return "memory://"
+    return str(request.getfixturevalue("redis_url"))
+
+
+@pytest.mark.parametrize("exit", ["end", "error"])
+async def test_concurrent_runs_of_a_session_never_exceed_its_budget_in_the_store(
+    store: str, exit: str
+) -> None:
+    """session_spend='store': 100 concurrent runs of one session spend exactly its budget.
+
+    Each call spends 5 of 50: exactly ten calls are made, and every other run stops
+    (``end``) or fails (``error``) without one. (Of the runs that got to commit, the first
+    wins and the others are `SessionConflict`s, as for any concurrent runs of a session.)
+    """
+
+    async def answer(request: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(0.001)
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    model = FunctionModel(answer)
+    registry = budget(
+        tokens_per_reply=None, tokens_per_session=50, session_spend="store", store=store, exit=exit
+    )
+    agent = agent_with(registry, model)
+    outcomes = await asyncio.gather(*(agent.run(f"run {i}", session_id="s") for i in range(100)))
+    assert len(model.requests) == 10
+    assert await registry.resources[0].incr("budget.tokens_per_session:s", 0.0) == 50.0
+    errors = [o.failure() for o in outcomes if not isinstance(o, Success)]
+    refused = [e for e in errors if isinstance(e, BudgetExceeded)]
+    assert all(isinstance(e, (BudgetExceeded, SessionConflict)) for e in errors)
+    if exit == "error":
+        assert len(refused) == 90
+        assert {(e.scope, e.spent) for e in refused} == {("session", 50.0)}
+    else:
+        assert refused == []
+    await registry.aclose()
+
+
+async def test_a_run_cancelled_in_its_turn_lets_the_next_run_of_the_session_in(
+    store: str,
+) -> None:
+    """Cancelled while its round holds the session's turn, a run gives the turn up."""
+    entered = asyncio.Event()
+
+    async def answer(request: ModelRequest) -> ModelResponse:
+        if request.messages[-1].text == "stuck":
+            entered.set()
+            await asyncio.Event().wait()  # until cancelled
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    registry = budget(
+        tokens_per_reply=None, tokens_per_session=50, session_spend="store", store=store
+    )
+    agent = agent_with(registry, FunctionModel(answer))
+    stuck = asyncio.create_task(agent.run("stuck", session_id="s"))
+    await entered.wait()
+    stuck.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stuck
+    result = await asyncio.wait_for(agent.run("next", session_id="s"), 10)
+    assert result.unwrap().output == "ok"
+    await registry.aclose()
+
+
+@pytest.mark.parametrize("session_spend", ["state", "store"])
+async def test_what_a_failed_run_spent_counts_in_the_store_only(session_spend: str) -> None:
+    """A run that spent, then failed: the store keeps its spending, the session's state not."""
+    replies: list[Any] = [
+        ModelResponse(tool_calls(("add", {"a": 1, "b": 2})), Usage(3, 2)),
+        ProviderUnavailable(message="down"),
+    ]
+    model = FunctionModel(lambda request: replies[len(model.requests) - 1])
+    sessions = InMemorySessionStore()
+    registry = budget(tokens_per_reply=None, tokens_per_session=100, session_spend=session_spend)
+    agent = agent_with(registry, model, sessions=sessions)
+    assert isinstance((await agent.run("go", session_id="s")).failure(), ProviderUnavailable)
+    assert await sessions.load("s") is None  # a failed run commits nothing
+    if session_spend == "store":
+        assert await registry.resources[0].incr("budget.tokens_per_session:s", 0.0) == 5.0
+    else:
+        assert registry.resources == ()
+    await registry.aclose()
+
+
+async def test_a_nested_run_of_the_same_session_does_not_wait_for_its_own_turn() -> None:
+    """An agent used as another's model, on the same session: the inner round shares the turn."""
+    registry = budget(tokens_per_reply=None, tokens_per_session=100, session_spend="store")
+    inner = agent_with(registry, FunctionModel(costly(3, 2)))
+
+    async def delegate(request: ModelRequest) -> ModelResponse:
+        result = (await inner.run("inner", session_id="s", tool_choice="none")).unwrap()
+        return ModelResponse(Message.assistant(result.output), Usage(1, 1))
+
+    outer = agent_with(registry, FunctionModel(delegate))
+    result = await asyncio.wait_for(outer.run("outer", session_id="s", tool_choice="none"), 10)
+    assert result.unwrap().output == "final"
+    assert await registry.resources[0].incr("budget.tokens_per_session:s", 0.0) == 5.0 + 2.0
+    await registry.aclose()
+
+
 @pytest.mark.parametrize(
     ("options", "words"),
     [
         ({"tokens_per_reply": None}, "needs a budget"),
         ({"cost_per_reply": 1.0}, "cost_per_reply needs prices per model"),
         ({"prices": {"m": Price(input=1, output=1)}}, "prices are only used by a cost budget"),
+        ({"session_spend": "store"}, "counts per-session budgets only"),
     ],
 )
 def test_bad_combinations_are_value_errors(options: dict[str, Any], words: str) -> None:
@@ -362,6 +520,28 @@ prices = { "gpt-4.1-mini" = { input = 0.4, output = 1.6 } }
     assert (error.limit, error.scope) == ("cost_per_session", "session")
 
 
+async def test_configuration_counts_a_session_on_redis(tmp_path: Path, redis_url: str) -> None:
+    """session_spend = "store" in TOML: two containers (as two processes) share the spending."""
+    path = tmp_path / "fncore.toml"
+    path.write_text(
+        f"""
+[[middleware]]
+use = "budget"
+tokens_per_reply = 5000
+tokens_per_session = 1
+session_spend = "store"
+store = "{redis_url}"
+"""
+    )
+    async with (
+        load_container(path, environ={}) as first,
+        load_container(path, environ={}) as second,
+    ):
+        answered = (await first.agent().run("hello", session_id="s")).unwrap()
+        stopped = (await second.agent().run("hello again", session_id="s")).unwrap()
+    assert (answered.stop_reason, stopped.stop_reason) == ("completed", "terminated")
+
+
 @pytest.mark.parametrize(
     ("entry", "words"),
     [
@@ -373,6 +553,11 @@ prices = { "gpt-4.1-mini" = { input = 0.4, output = 1.6 } }
         ),
         ({"use": "budget", "exit": "continue"}, "parameter 'exit'"),
         ({"use": "budget", "tokens_per_tenant": 1, "store": "ftp://x"}, "unknown scheme 'ftp'"),
+        ({"use": "budget", "session_spend": "redis"}, "parameter 'session_spend'"),
+        (
+            {"use": "budget", "tokens_per_session": 1, "session_spend": "store", "store": "x://"},
+            "unknown scheme 'x'",
+        ),
     ],
 )
 def test_configuration_errors_are_one_line(entry: dict[str, Any], words: str) -> None:

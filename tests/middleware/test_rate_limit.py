@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PRELUDE, config_error, configured, outcome_of, run_processes
+from helpers import BARRIER, PRELUDE, config_error, configured, outcome_of, run_processes
 from returns.result import Success
 
 from fncore import (
@@ -73,30 +73,67 @@ async def test_requests_over_the_rate_are_refused_exactly(store: str, streaming:
     await registry.aclose()
 
 
-async def test_two_processes_on_one_redis_share_one_rate(redis_url: str) -> None:
-    """Two processes, 100 concurrent runs each, one limit of 50 a minute: 50 pass in all."""
+async def test_four_processes_on_one_redis_admit_exactly_the_quota(redis_url: str) -> None:
+    """Four processes on one Redis, one rate of 20 per 2-second window: exactly 20 pass.
+
+    Then, the window past: 40 calls that may wait all pass, 20 of them after waiting.
+    """
     script = (
         PRELUDE
+        + BARRIER
         + """
-from fncore import Agent
+from fncore import Agent, RateLimitExceeded
 from fncore.middleware import rate_limit
 from fncore.testing import TestModel
 
 
 async def main():
-    registry = rate_limit(requests_per_minute=50, max_wait=0, store=sys.argv[1])
-    agent = Agent(TestModel(), registry=registry)
-    await wait_for_start()
-    outcomes = await asyncio.gather(*(agent.run(f"run {i}") for i in range(100)))
-    await registry.aclose()
-    print(json.dumps(sum(o.value_or(None) is not None for o in outcomes)))
+    url, index = sys.argv[1], int(sys.argv[2])
+    refusing = rate_limit(requests_per_minute=20, window=2, max_wait=0, store=url)
+    waiting = rate_limit(requests_per_minute=20, window=2, max_wait=30, store=url)
+    model = TestModel()
+    await barrier(url, "burst", 4)
+    burst = await asyncio.gather(
+        *(Agent(model, registry=refusing).run(f"{index}.{i}") for i in range(15))
+    )
+    errors = [o.failure() for o in burst if o.value_or(None) is None]
+    assert all(isinstance(e, RateLimitExceeded) for e in errors), errors
+    assert all(e.limit == "requests_per_minute" and 0 < e.retry_after <= 2 for e in errors)
+    await barrier(url, "burst done", 4)
+    await asyncio.sleep(2.5)  # the window is past for every process
+    await barrier(url, "wait", 4)
+    waited = await asyncio.gather(
+        *(Agent(model, registry=waiting).run(f"{index}.{i}") for i in range(10))
+    )
+    await refusing.aclose()
+    await waiting.aclose()
+    print(json.dumps([
+        len(burst) - len(errors),
+        len(errors),
+        sum(o.value_or(None) is not None for o in waited),
+        len(model.requests),
+    ]))
 
 
 asyncio.run(main())
 """
     )
-    admitted = await run_processes(script, redis_url)
-    assert sum(admitted) == 50
+    counts = await run_processes(script, redis_url, count=4)
+    admitted, refused, waited, calls = (sum(column) for column in zip(*counts, strict=True))
+    assert (admitted, refused) == (20, 40)  # of 60 calls at once, the quota passed
+    assert waited == 40  # of 40 calls that may wait: 20 at once, 20 when the window moved
+    assert calls == 20 + 40  # every admitted call reached the model, no refused one did
+
+
+async def test_a_short_window_admits_its_quota_again_once_past(store: str) -> None:
+    """window=1: three calls a second; once the second is past, three more pass."""
+    registry = rate_limit(requests_per_minute=3, window=1, max_wait=0, store=store)
+    agent = Agent(answering(), registry=registry)
+    for _ in range(2):
+        outcomes = await asyncio.gather(*(agent.run(f"run {i}") for i in range(5)))
+        assert sum(isinstance(o, Success) for o in outcomes) == 3
+        await asyncio.sleep(1.1)
+    await registry.aclose()
 
 
 async def test_a_call_waits_for_capacity_then_fails_typed() -> None:
@@ -153,6 +190,78 @@ async def test_usage_beyond_the_reservation_is_counted(store: str, streaming: bo
     assert isinstance(error, RateLimitExceeded)
     assert error.limit == "tokens_per_minute"
     await registry.aclose()
+
+
+async def test_tokens_given_back_after_their_window_are_no_credit_in_the_next(store: str) -> None:
+    """A call that outlives its window gives back into nothing: the next window is whole."""
+    release = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> ModelResponse:
+        if request.messages[-1].text == "slow":
+            await asyncio.sleep(1.2)  # past the end of its one-second window
+        else:
+            await release.wait()
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    registry = rate_limit(
+        requests_per_minute=None, tokens_per_minute=100, window=1, max_wait=0, store=store
+    )
+    agent = Agent(FunctionModel(slow), registry=registry)
+    settings = ModelSettings(max_tokens=60)  # each reserves ~5 + 60 tokens
+    assert isinstance(await agent.run("slow", model_settings=settings), Success)
+    # had the slow call's ~60 unused tokens become credit, both of these would pass
+    runs = [asyncio.create_task(agent.run("quick", model_settings=settings)) for _ in "ab"]
+    await asyncio.wait(runs, return_when=asyncio.FIRST_COMPLETED)  # one is refused at once
+    release.set()
+    outcomes = [await run for run in runs]
+    assert sum(isinstance(o, Success) for o in outcomes) == 1
+    await registry.aclose()
+
+
+async def test_tokens_go_back_only_to_the_window_they_were_reserved_in(store: str) -> None:
+    """A call that outlives its window gives nothing back to the next, which others fill."""
+    events = {text: asyncio.Event() for text in ("first", "second")}
+    entered = {text: asyncio.Event() for text in ("first", "second")}
+
+    async def held(request: ModelRequest) -> ModelResponse:
+        text = request.messages[-1].text
+        if text in events:
+            entered[text].set()
+            await events[text].wait()
+        return ModelResponse(Message.assistant("ok"), Usage(3, 2))
+
+    registry = rate_limit(
+        requests_per_minute=None, tokens_per_minute=100, window=1, max_wait=0, store=store
+    )
+    agent = Agent(FunctionModel(held), registry=registry)
+    settings = ModelSettings(max_tokens=60)  # each reserves ~5 + 60 tokens
+    first = asyncio.create_task(agent.run("first", model_settings=settings))
+    await entered["first"].wait()
+    await asyncio.sleep(1.1)  # the first call's window ends while it runs
+    second = asyncio.create_task(agent.run("second", model_settings=settings))
+    await entered["second"].wait()  # the second reserved ~65 of the new window
+    events["first"].set()
+    assert isinstance(await first, Success)  # used 5: its ~60 must not free the new window
+    error = (await agent.run("third", model_settings=settings)).failure()
+    assert isinstance(error, RateLimitExceeded)
+    assert error.limit == "tokens_per_minute"
+    events["second"].set()
+    assert isinstance(await second, Success)
+    await registry.aclose()
+
+
+async def test_concurrent_give_backs_never_take_a_window_below_zero(redis_url: str) -> None:
+    """Two clients (as two processes) give back more than the window holds: it ends at 0."""
+    registries = [rate_limit(tokens_per_minute=1000, store=redis_url) for _ in range(2)]
+    owners = [registry.resources[0] for registry in registries]
+    tokens = owners[0].tokens
+    await owners[0].storage.incr(owners[0]._key(tokens, "m"), 60, amount=50)
+    await asyncio.gather(*(owner.give_back(tokens, "m", 40) for owner in owners * 5))
+    assert await owners[1].storage.get(owners[1]._key(tokens, "m")) == 0
+    await owners[0].give_back(tokens, "absent", 40)  # a window that is gone stays gone
+    assert await owners[0].storage.get(owners[0]._key(tokens, "absent")) == 0
+    for registry in registries:
+        await registry.aclose()
 
 
 async def test_a_failed_call_gives_its_whole_reservation_back(store: str) -> None:
@@ -366,6 +475,8 @@ store = "{redis_url}"
     [
         ({"use": "rate_limit", "requests_per_minute": 0}, "greater than or equal to 1"),
         ({"use": "rate_limit", "max_wait": -1}, "greater than or equal to 0"),
+        ({"use": "rate_limit", "window": 0}, "greater than or equal to 1"),
+        ({"use": "rate_limit", "window": 1.5}, "valid integer"),
         ({"use": "rate_limit", "requests_per_minute": None}, "needs a limit"),
         ({"use": "rate_limit", "store": "ftp://x"}, "unknown scheme 'ftp'"),
     ],
