@@ -26,6 +26,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import (
@@ -39,6 +40,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
+from fncore._session_url import session_url_problem
 from fncore.core._loop import LoopSettings
 
 ENV_PREFIX = "FNCORE_"
@@ -98,6 +100,25 @@ class MiddlewareEntry(BaseModel):
     use: str
     """A built-in's name (``retry``) or ``package.module:factory``; the other keys are the
     factory's parameters, checked against its signature when the container builds it."""
+
+
+class SessionsConfig(BaseModel):
+    """The ``[sessions]`` section: where conversations are kept between runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    """``memory://``, ``sqlite:///path/to/sessions.db`` or ``postgresql://...``; ``None``:
+    `load_container` sets ``sessions.db`` in fncore's data directory (``FNCORE_HOME``, else
+    the user's data directory), and a bare ``Container()`` keeps sessions in memory."""
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str | None) -> str | None:
+        problem = None if url is None else session_url_problem(url)
+        if problem is not None:
+            raise ValueError(problem)
+        return url
 
 
 class PluginsConfig(BaseModel):
@@ -168,6 +189,8 @@ class Settings(BaseSettings):
     """The agent's instructions."""
     plugins: PluginsConfig = PluginsConfig()
     """Which plugins load."""
+    sessions: SessionsConfig = SessionsConfig()
+    """Where sessions live."""
     app: dict[str, Any] = {}
     """Your own settings, free-form: middleware read them with ``Provide["config.app.x"]``."""
 

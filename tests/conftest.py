@@ -2,6 +2,7 @@
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from engines import flush, redis_server
@@ -10,6 +11,19 @@ from fake_provider import FakeProvider
 # Checked by mypy in CI (tests/typing/check_expected_errors.py), not run by pytest:
 # expected_errors.py registers wrongly typed middleware on purpose.
 collect_ignore = ["typing"]
+
+
+@pytest.fixture(autouse=True)
+def data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh user data directory for each test.
+
+    ``load_container``'s default session store (a SQLite file there) starts empty, and
+    nothing is written to the real one.
+    """
+    folder = tmp_path_factory.mktemp("data-home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
+    monkeypatch.delenv("FNCORE_HOME", raising=False)
+    return folder / "fncore"
 
 
 @pytest.fixture
