@@ -203,20 +203,28 @@ class _Postgres:
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
             name="fncore-sessions",
         )
-        await pool.open()
+        try:  # wait for the first connection: a pool still connecting cannot be cancelled
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+        except BaseException:
+            await pool.close()
+            raise
         self._pool = pool
         return pool
 
     async def _prepare(self, connection: AsyncConnection[Any]) -> None:
         if await self._version(connection) >= SCHEMA_VERSION:
             return
-        async with connection.transaction():
-            await connection.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            version = await self._version(connection)  # another process may have migrated
-            for step in MIGRATIONS[version:SCHEMA_VERSION]:
-                for statement in step:
-                    await connection.execute(statement)
-            await connection.execute("UPDATE fncore_schema SET version = %s", (SCHEMA_VERSION,))
+        # Locked before the transaction begins, so that it sees another process's migration.
+        await connection.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+        try:
+            async with connection.transaction():
+                version = await self._version(connection)  # another process may have migrated
+                for step in MIGRATIONS[version:SCHEMA_VERSION]:
+                    for statement in step:
+                        await connection.execute(statement)
+                await connection.execute("UPDATE fncore_schema SET version = %s", (SCHEMA_VERSION,))
+        finally:
+            await connection.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
 
     async def _version(self, connection: AsyncConnection[Any]) -> int:
         """The schema version recorded (0 for none), after checking the tables are fncore's."""

@@ -11,24 +11,28 @@ import pytest
 
 from fncore import InMemorySessionStore, SessionStore, open_session_store
 
-KINDS = ("memory", "sqlite")
+KINDS = ("memory", "sqlite", "postgres")
 """Every kind of store; the contract tests run on each."""
-DURABLE = ("sqlite",)
+DURABLE = ("sqlite", "postgres")
 """The kinds whose sessions outlive the store object (a restart, another process)."""
 
 StoreFactory = Callable[[], Any]
 
 
-def _url(kind: str, tmp_path: Path) -> str:
+def _url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    kind = request.param
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'sessions.db'}"
+    if kind == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
     return "memory://"
 
 
 @pytest.fixture(params=KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    """A fresh store of each kind."""
-    made = open_session_store(_url(request.param, tmp_path))
+    """A fresh store of each kind (PostgreSQL: in a new database)."""
+    made = open_session_store(_url(request, tmp_path))
     yield made
     if not isinstance(made, InMemorySessionStore):
         await made.aclose()  # type: ignore[attr-defined]
@@ -37,7 +41,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 @pytest.fixture(params=DURABLE)
 async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
     """Makes stores on one database (as a restarted process, or another one, would)."""
-    url = _url(request.param, tmp_path)
+    url = _url(request, tmp_path)
     made: list[Any] = []
 
     def make() -> Any:
