@@ -54,10 +54,11 @@ READ = """
 SELECT -1, state, version, length, token FROM fncore_sessions WHERE id = ?
 UNION ALL
 SELECT seq, body, NULL, NULL, NULL FROM fncore_messages WHERE session_id = ? AND version > ?
-ORDER BY 1
 """
-"""The session row (first, as seq -1) and its message rows written after a version, in
-one statement: one consistent snapshot in both databases."""
+"""The session row (as seq -1) and its message rows written after a version, in one
+statement: one consistent snapshot in both databases. Unordered, so that the database finds
+the rows by the ``(session_id, version)`` index (an ``ORDER BY seq`` makes SQLite walk every
+message of the session in key order instead); the store sorts the few rows it gets."""
 
 INSERT_SESSION = """
 INSERT INTO fncore_sessions (id, version, length, token, state) VALUES (?, 1, ?, ?, ?)
@@ -165,6 +166,10 @@ def _messages(rows: Sequence[Sequence[Any]], first: int, session_id: str) -> lis
     return [decode_message(row[1]) for row in rows]
 
 
+def _seq(row: tuple[Any, ...]) -> int:
+    return int(row[0])
+
+
 def _session(
     session_id: str, messages: Sequence[Message], state: dict[str, object], version: int
 ) -> Session:
@@ -200,6 +205,12 @@ class SqlSessionStore:
         self._engine = engine
         self._cache: LRUCache[str, tuple[str, Session]] = LRUCache(maxsize=max(cache_size, 1))
 
+    async def _read(self, session_id: str, since: int) -> list[tuple[Any, ...]]:
+        """The rows of `READ`, the session row first, then the messages in order."""
+        rows = await self._engine.read(session_id, since)
+        rows.sort(key=_seq)
+        return rows
+
     async def load(self, session_id: str) -> Session | None:
         """The session as last committed, or ``None`` if there is none.
 
@@ -207,7 +218,7 @@ class SqlSessionStore:
             SessionStoreError: if the store cannot be read (see the subclasses).
         """
         known = self._cache.get(session_id)
-        rows = await self._engine.read(session_id, known[1].version if known else 0)
+        rows = await self._read(session_id, known[1].version if known else 0)
         if not rows:
             self._cache.pop(session_id, None)
             return None
@@ -215,7 +226,7 @@ class SqlSessionStore:
         token = str(head[4])
         if known is not None and known[0] != token:  # deleted and made anew meanwhile
             known = None
-            rows = await self._engine.read(session_id, 0)
+            rows = await self._read(session_id, 0)
             if not rows:
                 return None
             head = rows[0]
