@@ -11,6 +11,7 @@ connection's schema, so the database may hold other tables too.
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
 from fncore._session_url import redact_password
@@ -38,8 +39,8 @@ _T = TypeVar("_T")
 LOCK_KEY = 0x666E6373
 """The advisory lock held while the schema is migrated."""
 
-CONNECT_TIMEOUT = 10
-"""Seconds to wait for the server when connecting."""
+CONNECT_TIMEOUT = 10.0
+"""The default of ``timeout``: seconds to wait for the server, or for a pooled connection."""
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 0 -> 1
@@ -100,6 +101,8 @@ class PostgresSessionStore(SqlSessionStore):
             libpq parameters go in the query).
         min_connections: Connections the pool keeps open.
         max_connections: Connections the pool opens at most; more concurrent calls wait.
+        timeout: Seconds to wait for the server when connecting, and for a free connection
+            (all in use, or the server gone): then `SessionStoreUnavailable`.
         cache_size: How many sessions it keeps decoded in memory.
 
     Raises:
@@ -112,9 +115,10 @@ class PostgresSessionStore(SqlSessionStore):
         *,
         min_connections: int = 1,
         max_connections: int = 10,
+        timeout: float = CONNECT_TIMEOUT,
         cache_size: int = DEFAULT_CACHE,
     ) -> None:
-        self._postgres = _Postgres(url, min_connections, max_connections)
+        self._postgres = _Postgres(url, min_connections, max_connections, timeout)
         super().__init__(self._postgres, cache_size=cache_size)
 
     @property
@@ -146,7 +150,7 @@ class PostgresSessionStore(SqlSessionStore):
 class _Postgres:
     """The pool, opened on first use."""
 
-    def __init__(self, conninfo: str, min_size: int, max_size: int) -> None:
+    def __init__(self, conninfo: str, min_size: int, max_size: int, timeout: float) -> None:
         try:
             import psycopg
         except ImportError:
@@ -159,8 +163,14 @@ class _Postgres:
             raise ConfigError(msg) from None
         self.conninfo = conninfo
         self._sizes = (max(min_size, 1), max(max_size, min_size, 1))
+        self._timeout = timeout
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening: asyncio.Future[AsyncConnectionPool[Any]] | None = None
+
+    @property
+    def _seconds(self) -> int:
+        """``timeout`` as libpq's ``connect_timeout``: whole seconds, at least 2 (its floor)."""
+        return max(2, math.ceil(self._timeout))
 
     def _unavailable(self, exc: Exception) -> SessionStoreUnavailable:
         detail = " ".join(str(exc).split())
@@ -189,7 +199,7 @@ class _Postgres:
 
         try:
             async with await psycopg.AsyncConnection.connect(
-                self.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+                self.conninfo, autocommit=True, connect_timeout=self._seconds
             ) as connection:
                 await self._prepare(connection)
         except psycopg.OperationalError as exc:
@@ -200,11 +210,12 @@ class _Postgres:
             min_size=low,
             max_size=high,
             open=False,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
+            timeout=self._timeout,  # the longest a call waits for a connection
+            kwargs={"autocommit": True, "connect_timeout": self._seconds},
             name="fncore-sessions",
         )
         try:  # wait for the first connection: a pool still connecting cannot be cancelled
-            await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+            await pool.open(wait=True, timeout=self._timeout)
         except BaseException:
             await pool.close()
             raise

@@ -295,6 +295,12 @@ class _Sqlite:
                 "(sqlite3's .recover command may save what is left)"
             )
             return SessionStoreCorrupt(msg)
+        if name == "SQLITE_ERROR" and str(exc).startswith(("no such table", "no such column")):
+            msg = (
+                f"the tables of session store {where} were changed by something other than "
+                f"fncore ({exc}): restore the file from a backup"
+            )
+            return SessionStoreCorrupt(msg)
         if name.startswith(_UNAVAILABLE):
             msg = f"cannot use session store {where}: {exc} ({name}); check the file and folder"
             return SessionStoreUnavailable(msg)

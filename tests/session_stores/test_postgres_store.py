@@ -6,6 +6,7 @@ import asyncio
 
 import psycopg
 import pytest
+from engines import postgres_server
 from fake_provider import free_port
 from returns.result import Failure
 
@@ -132,3 +133,16 @@ async def test_a_container_closes_the_store_it_made(postgres_url: str) -> None:
     await again.aclose()
     assert loaded is not None
     assert loaded.version == 1
+
+
+async def test_a_server_that_stops_makes_the_store_unavailable() -> None:
+    """The server goes away while the store is open: `SessionStoreUnavailable`."""
+    with postgres_server() as url:
+        store = PostgresSessionStore(url, timeout=0.5)
+        await store.commit(SessionUpdate("s", 0, 0, (Message.user("hi"),)))
+    # the server is stopped now
+    with pytest.raises(SessionStoreUnavailable, match="check that PostgreSQL runs there"):
+        await store.load("s")
+    with pytest.raises(SessionStoreUnavailable):
+        await store.commit(SessionUpdate("s", 1, 1, (Message.user("lost"),)))
+    await store.aclose()

@@ -248,3 +248,14 @@ async def test_concurrent_commits_on_two_stores_one_wins(durable: StoreFactory, 
     assert len(winners) == 1
     assert winners[0].version == 2
     assert await a.load(sid) == winners[0] == await b.load(sid)
+
+
+async def test_a_store_commits_to_a_session_it_never_loaded(
+    durable: StoreFactory, sid: str
+) -> None:
+    """A store that did not load the session reads its kept history inside the commit."""
+    a, b = durable(), durable()
+    await a.commit(SessionUpdate(sid, 0, 0, tuple(Message.user(str(i)) for i in range(3))))
+    saved = await b.commit(SessionUpdate(sid, 1, 2, (Message.user("x"),), {"k": 1}))
+    assert texts(saved) == ["0", "1", "x"]
+    assert await a.load(sid) == saved

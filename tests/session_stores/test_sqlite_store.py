@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import socket
 import sqlite3
@@ -15,6 +16,7 @@ from fncore import (
     Agent,
     Message,
     NotASessionStore,
+    NotSerializable,
     Outcome,
     Registry,
     SessionError,
@@ -208,3 +210,61 @@ async def test_a_store_left_open_closes_its_file_when_collected(tmp_path: Path) 
         warnings.simplefilter("error")
         del store
         gc.collect()
+
+
+async def test_missing_message_rows_are_corrupt_and_commit_nothing(tmp_path: Path) -> None:
+    """Rows deleted behind fncore's back: loads and commits say so; nothing is written."""
+    path = tmp_path / "sessions.db"
+    store = SqliteSessionStore(path)
+    await store.commit(SessionUpdate("s", 0, 0, tuple(Message.user(str(i)) for i in range(4))))
+    await store.aclose()
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM fncore_messages WHERE seq = 1")
+    connection.close()
+    reader = SqliteSessionStore(path)
+    with pytest.raises(SessionStoreCorrupt, match="holds 4 messages, and the store has 3"):
+        await reader.load("s")
+    with pytest.raises(SessionStoreCorrupt, match="misses message 1"):
+        await reader.commit(SessionUpdate("s", 1, 3, (Message.user("x"),)))
+    await reader.aclose()
+    assert pragma(path, "integrity_check") == "ok"
+    with sqlite3.connect(path) as connection:
+        (version,) = connection.execute("SELECT version FROM fncore_sessions").fetchone()
+    connection.close()
+    assert version == 1  # the refused commit wrote nothing
+
+
+async def test_tables_dropped_behind_fncores_back_are_corrupt(tmp_path: Path) -> None:
+    """A file whose tables were changed by something else: `SessionStoreCorrupt`."""
+    path = tmp_path / "sessions.db"
+    store = SqliteSessionStore(path)
+    await store.open()
+    with sqlite3.connect(path) as connection:
+        connection.execute("DROP TABLE fncore_messages")
+    connection.close()
+    with pytest.raises(SessionStoreCorrupt, match="changed by something other than fncore"):
+        await store.load("s")
+    await store.aclose()
+
+
+@dataclasses.dataclass(frozen=True)
+class Positive:
+    """A dataclass that checks its field, and so cannot be rebuilt from a bad value."""
+
+    value: int
+
+    def __post_init__(self) -> None:
+        if self.value <= 0:
+            msg = "value must be positive"
+            raise ValueError(msg)
+
+
+async def test_state_that_cannot_be_read_back_is_refused_at_save_time(tmp_path: Path) -> None:
+    """A value whose class rejects it when rebuilt would break every later load: refused."""
+    broken = Positive(1)
+    object.__setattr__(broken, "value", -1)
+    store = SqliteSessionStore(tmp_path / "sessions.db")
+    with pytest.raises(NotSerializable, match="cannot be read back as it was written"):
+        await store.commit(SessionUpdate("s", 0, 0, (), {"p": broken}))
+    assert await store.load("s") is None
+    await store.aclose()
