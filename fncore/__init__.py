@@ -113,6 +113,17 @@ from fncore.runtime import (
     current_run,
     list_provider,
 )
+from fncore.session_stores import (
+    NotASessionStore,
+    NotSerializable,
+    PostgresSessionStore,
+    SessionSchemaTooNew,
+    SessionStoreCorrupt,
+    SessionStoreError,
+    SessionStoreUnavailable,
+    SqliteSessionStore,
+    open_session_store,
+)
 
 __version__ = _distribution_version("fncore")
 
@@ -151,9 +162,12 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "ModelTimeout",
+    "NotASessionStore",
+    "NotSerializable",
     "Outcome",
     "PermissionDenied",
     "Position",
+    "PostgresSessionStore",
     "Provide",
     "Provider",
     "ProviderUnavailable",
@@ -182,8 +196,13 @@ __all__ = [
     "Session",
     "SessionConflict",
     "SessionError",
+    "SessionSchemaTooNew",
     "SessionStore",
+    "SessionStoreCorrupt",
+    "SessionStoreError",
+    "SessionStoreUnavailable",
     "SessionUpdate",
+    "SqliteSessionStore",
     "StackDescription",
     "State",
     "StateKey",
@@ -219,6 +238,7 @@ __all__ = [
     "list_provider",
     "load_container",
     "on",
+    "open_session_store",
     "recover",
     "tool",
     "tool_source",

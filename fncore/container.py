@@ -17,12 +17,14 @@ from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 from dependency_injector import containers, providers
 
+from fncore._session_url import default_session_url
 from fncore.core import Model, ModelSettings, RegistrationError, Registry, Tool, ToolChoice
 from fncore.core._loop import LoopSettings
 from fncore.core._registry import default_registry
 from fncore.core._tools import ToolFunction
 from fncore.middleware import build_middleware
 from fncore.runtime import Agent, InMemorySessionStore, SessionStore
+from fncore.session_stores import open_session_store
 from fncore.settings import ConfigError, ModelConfig, load_settings
 from fncore.testing import TestModel
 
@@ -243,6 +245,13 @@ def _loop_settings(section: Mapping[str, Any]) -> LoopSettings:
     return LoopSettings(**section)
 
 
+def _session_store(url: str | None, owned: Owned) -> SessionStore:
+    """The store ``sessions.url`` names (in memory without one), closed with the container."""
+    if url is None:
+        return InMemorySessionStore()
+    return owned.keep(open_session_store(url))
+
+
 class AgentOptions(TypedDict, total=False):
     """The `Agent` arguments that ``container.agent(...)`` takes besides the container's."""
 
@@ -347,8 +356,11 @@ class Container(containers.DeclarativeContainer, _Composition):
     )
     """The loop's settings: the ``loop`` section."""
 
-    sessions: providers.Provider[SessionStore] = providers.Singleton(InMemorySessionStore)
-    """The session store."""
+    sessions: providers.Provider[SessionStore] = providers.Singleton(
+        _session_store, config.sessions.url, owned
+    )
+    """The session store ``sessions.url`` names; a ``Container()`` made without
+    `load_container` and without that key keeps sessions in memory."""
 
 
 @overload
@@ -385,6 +397,10 @@ def load_container(
     one file serves every provider and switching is one key, ``--provider`` or
     ``FNCORE_MODEL__KIND``.
 
+    Sessions live where ``sessions.url`` says; without it, in ``sessions.db`` in fncore's
+    data directory (``FNCORE_HOME`` from ``environ``, else the user's data directory), a
+    SQLite file created on first use.
+
     Raises:
         ConfigError: one line naming the key and its source, for an unreadable file, a wrong
             key or value, or an unknown model kind.
@@ -401,6 +417,9 @@ def load_container(
     if kind not in kinds:
         msg = f"config key 'model.kind': unknown kind {kind!r}; use one of: {', '.join(kinds)}"
         raise ConfigError(msg)
+    if settings.sessions.url is None:
+        env = os.environ if environ is None else environ
+        settings.sessions.url = default_session_url(env)
     target.config.from_dict(settings.model_dump())
     return target
 

@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, final
+from typing import Annotated, Any, ClassVar, final
 
 import yaml
 from pydantic import (
@@ -26,6 +26,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import (
@@ -39,6 +40,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
+from fncore._session_url import redact_password, session_url_problem
 from fncore.core._loop import LoopSettings
 
 ENV_PREFIX = "FNCORE_"
@@ -53,10 +55,25 @@ class ConfigError(Exception):
     """The configuration is invalid; the message (one line) names the key and its source."""
 
 
-class ModelConfig(BaseModel):
+class _RedactedUrls(BaseModel):
+    """A settings section whose URLs show without their passwords in a repr."""
+
+    _urls: ClassVar[tuple[str, ...]] = ()
+    """The fields holding URLs."""
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name in self._urls and isinstance(value, str):
+                yield name, redact_password(value)
+            else:
+                yield name, value
+
+
+class ModelConfig(_RedactedUrls):
     """The ``[model]`` section: which model the container builds, and how."""
 
     model_config = ConfigDict(extra="forbid")
+    _urls = ("base_url",)
 
     kind: str = "test"
     """The provider: ``test`` (offline), ``openai``, ``openai-responses`` or ``anthropic``."""
@@ -98,6 +115,26 @@ class MiddlewareEntry(BaseModel):
     use: str
     """A built-in's name (``retry``) or ``package.module:factory``; the other keys are the
     factory's parameters, checked against its signature when the container builds it."""
+
+
+class SessionsConfig(_RedactedUrls):
+    """The ``[sessions]`` section: where conversations are kept between runs."""
+
+    model_config = ConfigDict(extra="forbid")
+    _urls = ("url",)
+
+    url: str | None = None
+    """``memory://``, ``sqlite:///path/to/sessions.db`` or ``postgresql://...``; ``None``:
+    `load_container` sets ``sessions.db`` in fncore's data directory (``FNCORE_HOME``, else
+    the user's data directory), and a bare ``Container()`` keeps sessions in memory."""
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str | None) -> str | None:
+        problem = None if url is None else session_url_problem(url)
+        if problem is not None:
+            raise ValueError(problem)
+        return url
 
 
 class PluginsConfig(BaseModel):
@@ -168,6 +205,8 @@ class Settings(BaseSettings):
     """The agent's instructions."""
     plugins: PluginsConfig = PluginsConfig()
     """Which plugins load."""
+    sessions: SessionsConfig = SessionsConfig()
+    """Where sessions live."""
     app: dict[str, Any] = {}
     """Your own settings, free-form: middleware read them with ``Provide["config.app.x"]``."""
 

@@ -2,14 +2,28 @@
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from engines import flush, redis_server
+from engines import flush, postgres_database, postgres_server, redis_server
 from fake_provider import FakeProvider
 
 # Checked by mypy in CI (tests/typing/check_expected_errors.py), not run by pytest:
 # expected_errors.py registers wrongly typed middleware on purpose.
 collect_ignore = ["typing"]
+
+
+@pytest.fixture(autouse=True)
+def data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh user data directory for each test.
+
+    ``load_container``'s default session store (a SQLite file there) starts empty, and
+    nothing is written to the real one.
+    """
+    folder = tmp_path_factory.mktemp("data-home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
+    monkeypatch.delenv("FNCORE_HOME", raising=False)
+    return folder / "fncore"
 
 
 @pytest.fixture
@@ -40,3 +54,17 @@ def redis_url(redis_server_url: str) -> str:
     """The URL of the session's redis-server, emptied for this test."""
     flush(redis_server_url)
     return redis_server_url
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """A real PostgreSQL on a free 127.0.0.1 port, for the whole test session."""
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """The URL of a new, empty database on the session's PostgreSQL, dropped after the test."""
+    with postgres_database(postgres_server_url) as url:
+        yield url

@@ -1,4 +1,4 @@
-"""Real servers for the tests: a redis-server on a free 127.0.0.1 port, started and stopped.
+"""Real servers for the tests: redis-server and PostgreSQL on free 127.0.0.1 ports.
 
 Nothing is skipped when a server is missing: `.ci/run` installs it, and a test run without
 it fails, saying how to install it.
@@ -6,13 +6,16 @@ it fails, saying how to install it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from fake_provider import free_port
 
@@ -80,3 +83,76 @@ def flush(url: str) -> None:
         if not conn.recv(16).startswith(b"+OK"):
             msg = "FLUSHALL failed"
             raise RuntimeError(msg)
+
+
+POSTGRES_ROOT = Path("/usr/lib/postgresql")
+"""Where Debian's ``postgresql`` package puts each version's binaries (``<version>/bin``)."""
+
+
+def postgres_bin() -> Path:
+    """The ``bin`` folder of the newest PostgreSQL installed (not on ``PATH`` on Debian)."""
+    found = sorted(
+        (p.parent for p in POSTGRES_ROOT.glob("*/bin/initdb")),
+        key=lambda folder: [int(n) for n in folder.parent.name.split(".") if n.isdigit()],
+    )
+    if not found:
+        msg = "PostgreSQL is not installed: apt-get install postgresql (.ci/run installs it)"
+        raise RuntimeError(msg)
+    return found[-1]
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    """``command`` run as the ``postgres`` user when we are root (initdb refuses root)."""
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+def _quiet(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        msg = f"{' '.join(command)} failed ({done.returncode}): {done.stderr or done.stdout}"
+        raise RuntimeError(msg)
+
+
+@contextmanager
+def postgres_server(durable: bool = False) -> Iterator[str]:
+    """A fresh PostgreSQL cluster in a temporary folder; yields its URL, stops it afterwards.
+
+    The superuser is ``fncore`` (trust authentication, 127.0.0.1 only). Without
+    ``durable`` the server skips fsync: data is thrown away anyway, and tests run faster.
+    """
+    binaries = postgres_bin()
+    port = free_port()
+    folder = Path(tempfile.mkdtemp(prefix="fncore-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    data = folder / "data"
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    pg_ctl = str(binaries / "pg_ctl")
+    try:
+        initdb = [str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "fncore"]
+        _quiet(_as_postgres([*initdb, "-E", "UTF8", "--locale=C", "--no-sync"]))
+        log = str(folder / "server.log")
+        _quiet(_as_postgres([pg_ctl, "-D", str(data), "-o", options, "-l", log, "-w", "start"]))
+        try:
+            yield f"postgresql://fncore@127.0.0.1:{port}/postgres"
+        finally:
+            _quiet(_as_postgres([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def postgres_database(server_url: str) -> Iterator[str]:
+    """A new, empty database on the server at ``server_url``; yields its URL, drops it after."""
+    import psycopg
+
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name} STRATEGY FILE_COPY")  # type: ignore[arg-type]
+    try:
+        yield server_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as connection:
+            connection.execute(f"DROP DATABASE {name} WITH (FORCE)")  # type: ignore[arg-type]

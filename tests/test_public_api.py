@@ -30,6 +30,9 @@ FNCORE = {
     "UnexpectedResponse", "UnknownToolCalled", "Usage", "UsageReported", "current_metadata",
     "current_run", "default_registry", "hook", "load_container", "on", "recover", "tool",
     "tool_source", "Provide", "Provider", "list_provider", "__version__",
+    "NotASessionStore", "NotSerializable", "PostgresSessionStore", "SessionSchemaTooNew",
+    "SessionStoreCorrupt", "SessionStoreError", "SessionStoreUnavailable",
+    "SqliteSessionStore", "open_session_store",
 }  # fmt: skip
 
 TESTING = {

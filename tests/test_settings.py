@@ -171,3 +171,19 @@ def test_settings_read_the_given_environ_or_the_process_one(
     assert load_settings(environ={}).loop.max_iterations == 40
     assert load_settings().loop.max_iterations == 7
     assert Settings().loop.max_iterations == 7
+
+
+def test_urls_show_without_their_passwords_in_a_repr() -> None:
+    """A password in the session store's URL or a model's base URL never shows in a repr."""
+    settings = load_settings(
+        overrides={
+            "sessions": {"url": "postgresql://app:hunter2@db:5432/app"},
+            "model": {"base_url": "https://user:s3cret@proxy.example/v1"},
+        },
+        environ={},
+    )
+    shown = repr(settings)
+    assert "hunter2" not in shown
+    assert "s3cret" not in shown
+    assert "postgresql://app:[redacted]@db:5432/app" in shown
+    assert settings.sessions.url == "postgresql://app:hunter2@db:5432/app"  # the value is kept

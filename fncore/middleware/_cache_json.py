@@ -6,98 +6,21 @@ current form (another `VERSION`, or damaged) decodes to ``None``: a miss, then r
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-from collections.abc import Mapping
-from typing import Any
 
 from fncore.core import (
-    DataPart,
     Message,
     ModelRequest,
     ModelResponse,
-    Part,
-    ReasoningPart,
-    TextPart,
     ToolCallContext,
-    ToolCallPart,
     ToolResult,
-    ToolResultPart,
     Usage,
 )
+from fncore.core._message_json import message_doc, part_from_doc, str_field
 
 VERSION = 1
 """The version of the JSON form entries are kept in; another version is a miss."""
-
-
-def _part_doc(part: Part) -> dict[str, Any]:
-    """A message part as JSON data (bytes as base64)."""
-    if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text}
-    if isinstance(part, ReasoningPart):
-        return {
-            "type": "reasoning",
-            "text": part.text,
-            "signature": part.signature,
-            "redacted": part.redacted,
-        }
-    if isinstance(part, ToolCallPart):
-        return {"type": "tool_call", "id": part.id, "name": part.name, "arguments": part.arguments}
-    if isinstance(part, ToolResultPart):
-        return {
-            "type": "tool_result",
-            "call_id": part.call_id,
-            "name": part.name,
-            "content": part.content,
-            "is_error": part.is_error,
-        }
-    return {
-        "type": "data",
-        "media_type": part.media_type,
-        "data": base64.b64encode(part.data).decode("ascii"),
-    }
-
-
-def _str(doc: Mapping[str, Any], key: str) -> str:
-    value = doc[key]
-    if type(value) is not str:
-        msg = f"{key} is {type(value).__name__}, not str"
-        raise TypeError(msg)
-    return value
-
-
-def _optional_str(doc: Mapping[str, Any], key: str) -> str | None:
-    return None if doc.get(key) is None else _str(doc, key)
-
-
-def _part(doc: Mapping[str, Any]) -> Part:
-    """The part ``doc`` describes; raises for anything else."""
-    kind = doc["type"]
-    if kind == "text":
-        return TextPart(_str(doc, "text"))
-    if kind == "reasoning":
-        return ReasoningPart(
-            _str(doc, "text"), _optional_str(doc, "signature"), _optional_str(doc, "redacted")
-        )
-    if kind == "tool_call":
-        return ToolCallPart(_str(doc, "id"), _str(doc, "name"), _str(doc, "arguments"))
-    if kind == "tool_result":
-        is_error = doc["is_error"]
-        if type(is_error) is not bool:
-            msg = "is_error is not a bool"
-            raise TypeError(msg)
-        return ToolResultPart(
-            _str(doc, "call_id"), _str(doc, "name"), _str(doc, "content"), is_error
-        )
-    if kind == "data":
-        return DataPart(base64.b64decode(_str(doc, "data"), validate=True), _str(doc, "media_type"))
-    msg = f"unknown part type {kind!r}"
-    raise ValueError(msg)
-
-
-def _message_doc(message: Message) -> dict[str, Any]:
-    return {"role": message.role, "parts": [_part_doc(p) for p in message.parts]}
 
 
 def _dumps(doc: object) -> bytes:
@@ -115,7 +38,7 @@ def encode_response(response: ModelResponse) -> bytes:
     return _dumps(
         {
             "v": VERSION,
-            "message": _message_doc(response.message),
+            "message": message_doc(response.message),
             "usage": [
                 usage.input_tokens,
                 usage.output_tokens,
@@ -136,7 +59,7 @@ def decode_response(data: bytes) -> ModelResponse | None:
         doc = json.loads(data)
         if doc["v"] != VERSION or doc["message"]["role"] != "assistant":
             return None
-        parts = tuple(_part(p) for p in doc["message"]["parts"])
+        parts = tuple(part_from_doc(p) for p in doc["message"]["parts"])
         counts = doc["usage"]
         if len(counts) != 6 or not all(type(n) is int for n in counts):
             return None
@@ -144,7 +67,7 @@ def decode_response(data: bytes) -> ModelResponse | None:
         if reason not in ("stop", "tool_calls", "length", "content_filter"):
             return None
         return ModelResponse(
-            Message("assistant", parts), Usage(*counts), reason, _str(doc, "model_name")
+            Message("assistant", parts), Usage(*counts), reason, str_field(doc, "model_name")
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -161,7 +84,7 @@ def decode_result(data: bytes) -> ToolResult | None:
         doc = json.loads(data)
         if doc["v"] != VERSION:
             return None
-        return ToolResult(_str(doc, "content"))
+        return ToolResult(str_field(doc, "content"))
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
@@ -182,7 +105,7 @@ def request_key(request: ModelRequest, model: str) -> str:
     doc = {
         "model": model,
         "instructions": request.instructions,
-        "messages": [_message_doc(m) for m in request.messages],
+        "messages": [message_doc(m) for m in request.messages],
         "tools": [[t.name, t.description, t.parameters, t.strict] for t in request.tools],
         "tool_choice": choice if isinstance(choice, str) else {"name": choice.name},
         "settings": [

@@ -1,0 +1,277 @@
+"""How messages and session state are written to a store, and read back exactly.
+
+Both are JSON text (ASCII, so any string survives any database's text type), and each
+record carries its format version (``"v"``): a record from a newer fncore is refused, not
+misread.
+
+A message is ``{"v": 1, "role": ..., "parts": [...], "cache": true}`` (``cache`` only when
+set), its role and parts in the form the cache uses too (``fncore.core._message_json``).
+
+Session state is ``{"v": 1, "values": {name: value}}``. JSON's own types are written as
+they are; what JSON cannot say is an object tagged ``"$"``: tuples, bytes, sets and
+frozensets, floats that are not finite, dicts whose keys are not all strings, and
+dataclass instances (by ``module:qualname`` and their ``init`` fields, rebuilt by calling
+the class). Types are matched exactly (a ``str`` subclass is not a ``str``), so what is read
+back is what was written. Anything else raises `NotSerializable` at save time, naming the
+state key and where in the value it is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import importlib
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fncore.core import Message
+from fncore.core._message_json import message_doc, message_from_doc
+from fncore.session_stores._errors import (
+    NotSerializable,
+    SessionStoreCorrupt,
+    written_by_newer,
+)
+
+MESSAGE_FORMAT = 1
+"""The format version of message records this fncore writes and reads."""
+STATE_FORMAT = 1
+"""The format version of state records this fncore writes and reads."""
+
+_dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
+
+
+class _Unreadable(ValueError):
+    """A record that does not decode (turned into `SessionStoreCorrupt` by the caller)."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)
+
+
+def encode_message(message: Message) -> str:
+    """The JSON record of ``message``.
+
+    Raises:
+        NotSerializable: if a part is not one of fncore's part types.
+
+    Example:
+        >>> encode_message(Message.user("hi"))
+        '{"v":1,"role":"user","parts":[{"type":"text","text":"hi"}]}'
+    """
+    try:
+        record = {"v": MESSAGE_FORMAT, **message_doc(message)}
+    except TypeError as exc:
+        raise NotSerializable(str(exc)) from None
+    if message.cache:
+        record["cache"] = True
+    return _dumps(record)
+
+
+def _record(text: str | bytes, what: str, known: int) -> dict[str, Any]:
+    """The JSON object in ``text`` at a format version this fncore reads."""
+    record = json.loads(text)
+    if type(record) is not dict:
+        msg = f"a {what} record must be a JSON object"
+        raise _Unreadable(msg)
+    version = record.get("v")
+    if type(version) is not int:
+        msg = f"a {what} record has no format version"
+        raise _Unreadable(msg)
+    if version > known:
+        raise written_by_newer(f"a stored {what} record", version, known)
+    return record
+
+
+def _corrupt(what: str, exc: Exception) -> SessionStoreCorrupt:
+    msg = f"a stored {what} cannot be read ({type(exc).__name__}: {exc}); restore the store"
+    return SessionStoreCorrupt(msg)
+
+
+def decode_message(text: str | bytes) -> Message:
+    """The message a record written by `encode_message` holds.
+
+    Raises:
+        SessionStoreCorrupt: if the record is not a message record.
+        SessionSchemaTooNew: if a newer fncore wrote it.
+
+    Example:
+        >>> decode_message(encode_message(Message.assistant("hello"))).text
+        'hello'
+    """
+    try:
+        record = _record(text, "message", MESSAGE_FORMAT)
+        return message_from_doc(record, record.get("cache", False) is True)
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
+        raise _corrupt("message", exc) from None
+
+
+# Session state --------------------------------------------------------------------------
+
+_TYPE_NAMES: dict[type, str] = {}
+_TYPES: dict[str, type] = {}
+
+
+def _resolve(name: str) -> type:
+    """The class ``module:qualname`` names."""
+    found = _TYPES.get(name)
+    if found is not None:
+        return found
+    module_name, _, qualname = name.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for attribute in qualname.split("."):
+        target = getattr(target, attribute)
+    if not (isinstance(target, type) and dataclasses.is_dataclass(target)):
+        msg = f"{name} is not a dataclass"
+        raise _Unreadable(msg)
+    _TYPES[name] = target
+    return target
+
+
+def _type_name(cls: type, where: str) -> str:
+    """``module:qualname`` of the dataclass ``cls``, checked to lead back to it."""
+    name = _TYPE_NAMES.get(cls)
+    if name is not None:
+        return name
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    try:
+        same = _resolve(name) is cls
+    except Exception:
+        same = False
+    if not same:
+        msg = (
+            f"session state {where} holds a {cls.__qualname__}, a dataclass that cannot be "
+            f"found again by its name {name!r}: define it at module level"
+        )
+        raise NotSerializable(msg)
+    _TYPE_NAMES[cls] = name
+    return name
+
+
+def _tagged(tag: str, **fields: Any) -> dict[str, Any]:
+    return {"$": tag, **fields}
+
+
+def _encode_value(value: object, where: str) -> Any:
+    kind = type(value)
+    v: Any = value
+    if v is None or kind is bool or kind is int or kind is str:
+        return v
+    if kind is float:
+        return v if math.isfinite(v) else _tagged("float", value=repr(v))
+    if kind is list:
+        return [_encode_value(x, f"{where}[{i}]") for i, x in enumerate(v)]
+    if kind is dict:
+        if "$" not in v and all(type(k) is str for k in v):
+            return {k: _encode_value(x, f"{where}[{k!r}]") for k, x in v.items()}
+        pairs = [
+            [_encode_value(k, f"{where} key {k!r}"), _encode_value(x, f"{where}[{k!r}]")]
+            for k, x in v.items()
+        ]
+        return _tagged("dict", items=pairs)
+    if kind is tuple or kind is set or kind is frozenset:
+        encoded = [_encode_value(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        return _tagged(kind.__name__, items=encoded)
+    if kind is bytes:
+        return _tagged("bytes", base64=_b64(v))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        name = _type_name(kind, where)
+        fields = {
+            f.name: _encode_value(getattr(value, f.name), f"{where}.{f.name}")
+            for f in dataclasses.fields(value)
+            if f.init
+        }
+        return _tagged("dataclass", type=name, fields=fields)
+    msg = (
+        f"session state {where} holds a {kind.__module__}.{kind.__qualname__}, which cannot "
+        "be stored: keep None, bool, int, float, str, bytes, list, tuple, set, frozenset, "
+        "dict, or module-level dataclasses of those"
+    )
+    raise NotSerializable(msg)
+
+
+def _decode_tagged(record: dict[str, Any]) -> object:
+    tag = record["$"]
+    if tag == "tuple":
+        return tuple([_decode_value(v) for v in record["items"]])
+    if tag == "set":
+        return {_decode_value(v) for v in record["items"]}
+    if tag == "frozenset":
+        return frozenset([_decode_value(v) for v in record["items"]])
+    if tag == "dict":
+        return {_decode_value(k): _decode_value(v) for k, v in record["items"]}
+    if tag == "bytes":
+        return _unb64(record["base64"])
+    if tag == "float":
+        return float(record["value"])
+    if tag == "dataclass":
+        cls: Callable[..., object] = _resolve(record["type"])
+        fields = {name: _decode_value(v) for name, v in record["fields"].items()}
+        return cls(**fields)
+    msg = f"unknown tag {tag!r}"
+    raise _Unreadable(msg)
+
+
+def _decode_value(value: Any) -> object:
+    kind = type(value)
+    if kind is list:
+        return [_decode_value(v) for v in value]
+    if kind is dict:
+        if "$" in value:
+            return _decode_tagged(value)
+        return {k: _decode_value(v) for k, v in value.items()}
+    return value
+
+
+def encode_state(state: Mapping[str, object]) -> str:
+    """The JSON record of a session's state.
+
+    Raises:
+        NotSerializable: naming the key and the place in its value that cannot be stored.
+
+    Example:
+        >>> encode_state({"seen": ("a", "b")})
+        '{"v":1,"values":{"seen":{"$":"tuple","items":["a","b"]}}}'
+    """
+    try:
+        values = {key: _encode_value(value, repr(key)) for key, value in state.items()}
+    except RecursionError:
+        msg = "session state is nested too deeply (or holds a value that contains itself)"
+        raise NotSerializable(msg) from None
+    return _dumps({"v": STATE_FORMAT, "values": values})
+
+
+def decode_state(text: str | bytes) -> dict[str, object]:
+    """The state a record written by `encode_state` holds.
+
+    Raises:
+        SessionStoreCorrupt: if the record does not decode (or names a class that is gone).
+        SessionSchemaTooNew: if a newer fncore wrote it.
+
+    Example:
+        >>> decode_state(encode_state({"seen": ("a", "b"), "n": 2}))
+        {'seen': ('a', 'b'), 'n': 2}
+    """
+    try:
+        record = _record(text, "state", STATE_FORMAT)
+        values = record["values"]
+        if type(values) is not dict:
+            msg = "the state's values must be a JSON object"
+            raise _Unreadable(msg)
+        return {key: _decode_value(value) for key, value in values.items()}
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        ImportError,
+        RecursionError,
+        binascii.Error,
+    ) as exc:
+        raise _corrupt("session state", exc) from None

@@ -1,0 +1,59 @@
+"""Session stores for the contract tests: each kind, fresh for every test, closed after it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fncore import InMemorySessionStore, SessionStore, open_session_store
+
+KINDS = ("memory", "sqlite", "postgres")
+"""Every kind of store; the contract tests run on each."""
+DURABLE = ("sqlite", "postgres")
+"""The kinds whose sessions outlive the store object (a restart, another process)."""
+
+StoreFactory = Callable[[], Any]
+
+
+def _url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    kind = request.param
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
+    if kind == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return "memory://"
+
+
+@pytest.fixture(params=KINDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
+    """A fresh store of each kind (PostgreSQL: in a new database)."""
+    made = open_session_store(_url(request, tmp_path))
+    yield made
+    if not isinstance(made, InMemorySessionStore):
+        await made.aclose()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(params=DURABLE)
+async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    """Makes stores on one database (as a restarted process, or another one, would)."""
+    url = _url(request, tmp_path)
+    made: list[Any] = []
+
+    def make() -> Any:
+        made.append(open_session_store(url))
+        return made[-1]
+
+    yield make
+    for each in made:
+        await each.aclose()
+
+
+@pytest.fixture
+def sid() -> str:
+    """A session id no other test uses."""
+    return f"s-{uuid.uuid4().hex[:12]}"

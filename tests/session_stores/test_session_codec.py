@@ -1,0 +1,218 @@
+"""Messages and session state round-trip exactly; what cannot be stored fails at save time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fncore import (
+    DataPart,
+    Message,
+    NotSerializable,
+    ReasoningPart,
+    SessionSchemaTooNew,
+    SessionStoreCorrupt,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from fncore.session_stores._codec import (
+    decode_message,
+    decode_state,
+    encode_message,
+    encode_state,
+)
+
+text = st.text()  # every code point, lone surrogates and NUL included
+maybe_text = st.none() | text
+
+parts = st.one_of(
+    st.builds(TextPart, text),
+    st.builds(ReasoningPart, text, maybe_text, maybe_text),
+    st.builds(ToolCallPart, text, text, text),
+    st.builds(ToolResultPart, text, text, text, st.booleans()),
+    st.builds(lambda data, media: DataPart(data, media), st.binary(), text),
+)
+"""Every kind of `Part`."""
+
+messages = st.builds(
+    Message,
+    st.sampled_from(["system", "user", "assistant", "tool"]),
+    st.lists(parts, max_size=5).map(tuple),
+    st.booleans(),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """A module-level dataclass, as session state may hold."""
+
+    x: float
+    label: str = ""
+
+
+@dataclasses.dataclass
+class Box:
+    """A mutable dataclass holding other values."""
+
+    items: list[Any]
+    point: Point | None = None
+
+
+hashable = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | text | st.binary(),
+    lambda inner: st.lists(inner, max_size=3).map(tuple) | st.frozensets(inner, max_size=3),
+    max_leaves=6,
+)
+values = st.recursive(
+    hashable | st.builds(Point, st.floats(), text),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(text, inner, max_size=4)
+        | st.dictionaries(hashable, inner, max_size=3)
+        | st.sets(hashable, max_size=3)
+        | st.builds(Box, st.lists(inner, max_size=3), st.none() | st.builds(Point, st.floats()))
+    ),
+    max_leaves=12,
+)
+"""Every kind of value session state may hold, nested."""
+
+
+def canon(value: object) -> object:
+    """``value`` as nested tuples tagged with each type's name, comparable with ``==``.
+
+    Floats compare by ``repr`` (NaN equals NaN, -0.0 differs from 0.0); sets by the sorted
+    forms of their members, whatever order they iterate in.
+    """
+    kind = type(value)
+    if kind is float:
+        return ("float", repr(value))
+    if kind is list or kind is tuple:
+        return (kind.__name__, tuple(canon(v) for v in value))  # type: ignore[attr-defined]
+    if kind is dict:
+        items: dict[Any, Any] = value  # type: ignore[assignment]
+        return ("dict", tuple((canon(k), canon(v)) for k, v in items.items()))
+    if kind is set or kind is frozenset:
+        members: Any = value
+        return (kind.__name__, tuple(sorted(repr(canon(v)) for v in members)))
+    if dataclasses.is_dataclass(value):
+        fields = dataclasses.fields(value)
+        return (kind.__qualname__, tuple((f.name, canon(getattr(value, f.name))) for f in fields))
+    return (kind.__name__, value)
+
+
+@settings(max_examples=300)
+@given(messages)
+def test_every_message_round_trips_exactly(message: Message) -> None:
+    """Any message, with any parts and any text, reads back equal (as ASCII JSON)."""
+    record = encode_message(message)
+    assert record.isascii()
+    assert decode_message(record) == message
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(text, values, max_size=5))
+def test_every_state_round_trips_exactly(state: dict[str, object]) -> None:
+    """Any state of supported values reads back with the same values of the same types."""
+    record = encode_state(state)
+    assert record.isascii()
+    json.loads(record)  # strict JSON: no NaN or Infinity literals
+    assert canon(decode_state(record)) == canon(state)
+
+
+@given(st.lists(messages, max_size=3))
+def test_messages_in_state_round_trip(history: list[Message]) -> None:
+    """Messages (dataclasses) may be kept in state too."""
+    assert decode_state(encode_state({"h": tuple(history)})) == {"h": tuple(history)}
+
+
+def local_class() -> type:
+    @dataclasses.dataclass
+    class Local:
+        x: int
+
+    return Local
+
+
+@pytest.mark.parametrize(
+    ("value", "where", "what"),
+    [
+        (socket.socket, "'k'", "builtins.type"),
+        ({"a": [1, {"b": object()}]}, "'k'['a'][1]['b']", "builtins.object"),
+        ((1, 2, range(3)), "'k'[2]", "builtins.range"),
+        (Box([Point(1.0), lambda: 1]), "'k'.items[1]", "function"),
+        (local_class()(1), "'k'", "define it at module level"),
+        (type("MyStr", (str,), {})("x"), "'k'", "MyStr"),
+    ],
+)
+def test_unserialisable_state_names_the_key_and_place(value: object, where: str, what: str) -> None:
+    """A value that cannot be stored raises `NotSerializable` naming where it is."""
+    with pytest.raises(NotSerializable) as raised:
+        encode_state({"k": value})
+    assert f"session state {where} holds" in str(raised.value)
+    assert what in str(raised.value)
+
+
+def test_a_state_that_contains_itself_is_not_serializable() -> None:
+    """A cycle is reported, not a crash."""
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(NotSerializable, match="contains itself"):
+        encode_state({"k": loop})
+
+
+def test_records_from_a_newer_fncore_are_refused() -> None:
+    """A record with a higher format version is `SessionSchemaTooNew`, not misread."""
+    with pytest.raises(SessionSchemaTooNew, match="has version 2") as raised:
+        decode_message('{"v":2,"role":"user","parts":[]}')
+    assert (raised.value.found, raised.value.known) == (2, 1)
+    with pytest.raises(SessionSchemaTooNew):
+        decode_state('{"v":9,"values":{}}')
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "not json",
+        "[]",
+        '{"role":"user","parts":[]}',
+        '{"v":1,"role":"robot","parts":[]}',
+        '{"v":1,"role":"user","parts":[{"type":"video"}]}',
+        '{"v":1,"role":"user","parts":[{"type":"text","text":3}]}',
+        '{"v":1,"role":"user","parts":[{"type":"data","media_type":"x","data":"!!"}]}',
+        '{"v":1,"role":"user"}',
+    ],
+)
+def test_a_damaged_message_record_is_corrupt(record: str) -> None:
+    """A record that is not a message is `SessionStoreCorrupt`."""
+    with pytest.raises(SessionStoreCorrupt, match="a stored message cannot be read"):
+        decode_message(record)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        '{"v":1,"values":[]}',
+        '{"v":1,"values":{"k":{"$":"mystery"}}}',
+        '{"v":1,"values":{"k":{"$":"dataclass","type":"no.such.module:X","fields":{}}}}',
+        '{"v":1,"values":{"k":{"$":"dataclass","type":"json:dumps","fields":{}}}}',
+        '{"v":1,"values":{"k":{"$":"dict","items":[[[1],2]]}}}',
+    ],
+)
+def test_a_damaged_state_record_is_corrupt(record: str) -> None:
+    """A state record that does not decode (or names a class that is gone) is corrupt."""
+    with pytest.raises(SessionStoreCorrupt, match="a stored session state cannot be read"):
+        decode_state(record)
+
+
+def test_a_message_part_of_another_type_is_not_serializable() -> None:
+    """Only fncore's part types can be stored."""
+    with pytest.raises(NotSerializable, match="not one of fncore's part types"):
+        encode_message(Message("user", ("just a string",)))  # type: ignore[arg-type]
