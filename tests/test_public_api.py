@@ -33,6 +33,11 @@ FNCORE = {
     "NotASessionStore", "NotSerializable", "PostgresSessionStore", "SessionSchemaTooNew",
     "SessionStoreCorrupt", "SessionStoreError", "SessionStoreUnavailable",
     "SqliteSessionStore", "open_session_store",
+    "Approve", "Edit", "Reject", "Respond", "Decision", "DecisionKind", "Pause", "Paused",
+    "PendingRequest", "RunPaused", "Checkpoint", "CheckpointChange", "CheckpointStore",
+    "ResumePoint", "CheckpointError", "CheckpointNotFound", "CheckpointExpired",
+    "CheckpointBusy", "CheckpointMismatch", "DecisionError", "UnknownRequest",
+    "DecisionMissing", "DecisionNotAllowed", "DecisionConflict",
 }  # fmt: skip
 
 TESTING = {

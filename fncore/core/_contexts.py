@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar, final
 
 from pydantic import BaseModel
@@ -17,6 +18,7 @@ from fncore.core._errors import AgentError, MiddlewareError, Position
 from fncore.core._events import STREAM_EVENT_TYPES, StreamEvent
 from fncore.core._messages import Message, ToolCallPart
 from fncore.core._model import Model, ModelRequest, ModelResponse, ModelSettings, ToolChoice
+from fncore.core._pause import Decision, Resume
 from fncore.core._session import Session
 from fncore.core._state import State
 from fncore.core._tools import Tool
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from fncore.core._result import RunResult
 
 _T = TypeVar("_T")
+_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 
 Emit = Callable[[StreamEvent], None]
 """Sends one event to the stream's consumer."""
@@ -95,7 +98,19 @@ class RunInfo:
     """Inside a middleware's own model call (`call_model`), the name it gave as ``by``;
     ``None`` for the agent's own calls. A ``model_call`` middleware that must not act on
     such calls (or would re-enter itself) passes them on: ``if ctx.run.calling: ...``."""
+    decisions: Mapping[str, Decision] = field(default_factory=lambda: _NO_DECISIONS)
+    """In a resumed reply, the human's decisions by call id (see `decision`); empty
+    otherwise."""
     _caller: ModelCaller | None = field(default=None, repr=False, compare=False)
+    _resume: Resume | None = field(default=None, repr=False, compare=False)
+
+    def decision(self, call_id: str) -> Decision | None:
+        """The decision a human took on request ``call_id`` of a paused run, if any.
+
+        A middleware that paused for ``call_id`` finds the answer here when the run is
+        resumed (the ``approve`` built-in reads it this way).
+        """
+        return self.decisions.get(call_id)
 
     @property
     def streaming(self) -> bool:

@@ -27,6 +27,16 @@ an expected outcome. Every error says what failed, where, and what to do about i
     ├── InvalidHistory              the messages break the tool-call/result pairing
     ├── SessionError                the session store failed; the session is unchanged
     │   └── SessionConflict         another run committed to the session first
+    ├── CheckpointError             a paused run cannot be resumed; the checkpoint is unchanged
+    │   ├── CheckpointNotFound      no such checkpoint (never written, or deleted)
+    │   ├── CheckpointExpired       it is past its time to live
+    │   ├── CheckpointBusy          another resume holds it right now
+    │   ├── CheckpointMismatch      the agent's stack or settings changed since the pause
+    │   └── DecisionError           the decisions do not fit the pending requests
+    │       ├── UnknownRequest      a decision for a call that does not wait
+    │       ├── DecisionMissing     a waiting call has no decision
+    │       ├── DecisionNotAllowed  a decision the request does not allow (or bad edits)
+    │       └── DecisionConflict    it was already resumed with other decisions
     ├── ScopeRequired               a limit counted per session or per tenant, and the run
     │                               has no session (or no tenant): nothing ran
     └── LimitExceeded               a configured limit stopped the run (built-in middleware)
@@ -373,6 +383,70 @@ class ScopeRequired(AgentError):
     """The limit that needs the scope, as configured (``model_calls_per_session``, ...)."""
     scope: Literal["session", "shared"] = "session"
     """What the run lacks: a session, or the metadata naming its share of a shared store."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointError(AgentError):
+    """A paused run could not be resumed; the checkpoint is as it was, and nothing ran."""
+
+    checkpoint_id: str = ""
+    """The checkpoint concerned."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointNotFound(CheckpointError):
+    """No checkpoint has this id in the agent's session store."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointExpired(CheckpointError):
+    """The checkpoint is past its time to live; the paused run cannot go on."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointBusy(CheckpointError):
+    """Another resume of this checkpoint is under way; try again once it is done.
+
+    A resume claims its checkpoint for as long as it runs (renewing the claim); a process
+    that died while resuming frees it when the claim lapses.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointMismatch(CheckpointError):
+    """The agent resuming is not built like the one that paused.
+
+    Its middleware, tools, instructions or loop settings differ, so the checkpoint's state
+    may not fit it.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionError(CheckpointError):
+    """The decisions given do not fit what the checkpoint waits for; nothing ran."""
+
+    call_id: str = ""
+    """The request concerned."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnknownRequest(DecisionError):
+    """A decision names a call the checkpoint does not wait for."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionMissing(DecisionError):
+    """A call the checkpoint waits for has no decision."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionNotAllowed(DecisionError):
+    """A decision the request does not allow, or an edit whose arguments the tool refuses."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionConflict(DecisionError):
+    """The checkpoint was already resumed with other decisions; a decision is taken once."""
 
 
 class RegistrationError(Exception):

@@ -17,6 +17,7 @@ from fncore.core._model import (
     ToolCallStarted,
     UsageReported,
 )
+from fncore.core._pause import Paused
 from fncore.core._value import value
 
 if TYPE_CHECKING:
@@ -75,6 +76,19 @@ class GuardTripped:
 
 
 @final
+@value
+@dataclass(frozen=True, slots=True)
+class RunPaused:
+    """The run paused for a human, and its checkpoint is saved.
+
+    `RunCompleted` follows, with a result whose ``stop_reason`` is ``"paused"``.
+    """
+
+    paused: Paused
+    """The checkpoint to resume from and the requests to decide."""
+
+
+@final
 @dataclass(frozen=True, slots=True)
 class RunCompleted:
     """The last event of a stream: how the run ended."""
@@ -93,6 +107,7 @@ StreamEvent: TypeAlias = (
     | RoundFinished
     | ToolResultReady
     | GuardTripped
+    | RunPaused
     | RunCompleted
 )
 """Everything ``Agent.stream`` yields."""
@@ -108,6 +123,7 @@ STREAM_EVENT_TYPES: frozenset[type] = frozenset(
         RoundFinished,
         ToolResultReady,
         GuardTripped,
+        RunPaused,
     }
 )
 """The types an event map may return (every stream event but the final `RunCompleted`)."""

@@ -17,6 +17,7 @@ from returns.result import Failure, Success
 
 from fncore.core._errors import AgentError, MiddlewareError, Position
 from fncore.core._outcomes import Halt, Outcome, Terminate
+from fncore.core._pause import Pause
 
 _C = TypeVar("_C")
 _T = TypeVar("_T")
@@ -30,7 +31,7 @@ Step = Callable[[_C, _T], Awaitable[Outcome[_T]]]
 Accepts = Callable[[_C, object], bool]
 """A deeper check of a ``Success`` value that passed the type check (context, value)."""
 
-_HALTS = (Terminate, AgentError)
+_HALTS = (Terminate, Pause, AgentError)
 
 _EXPECTED: dict[str, str] = {
     "run": "Success(RunResult(...))",
@@ -66,8 +67,8 @@ def raised(position: Position, name: str, exc: Exception) -> Failure[Halt]:
 def wrong_value(position: Position, name: str, value: object) -> Failure[Halt]:
     """The error value for middleware ``name`` returning ``value``: not its position's outcome."""
     must = (
-        f"a {position} middleware returns {_EXPECTED[position]}, Failure(Terminate(...)) "
-        "or Failure(AgentError)"
+        f"a {position} middleware returns {_EXPECTED[position]}, Failure(Terminate(...)), "
+        "Failure(Pause(...)) or Failure(AgentError)"
     )
     cls = type(value)
     if cls is Failure:

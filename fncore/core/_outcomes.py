@@ -9,6 +9,7 @@ from typing import TypeAlias, TypeVar, final
 from returns.result import Failure, Result
 
 from fncore.core._errors import AgentError
+from fncore.core._pause import Pause
 
 _T = TypeVar("_T")
 
@@ -33,11 +34,12 @@ class Terminate:
     """The final answer the run ends with."""
 
 
-Halt: TypeAlias = Terminate | AgentError
-"""What a ``Failure`` carries: a termination or an error value."""
+Halt: TypeAlias = Terminate | Pause | AgentError
+"""What a ``Failure`` carries: a termination, a pause for a human, or an error value."""
 
 Outcome: TypeAlias = Result[_T, Halt]
-"""The return type of every handler: ``Success(value)``, or ``Failure(Terminate | AgentError)``."""
+"""The return type of every handler: ``Success(value)``, or ``Failure(Terminate | Pause |
+AgentError)``."""
 
 
 async def recover(
@@ -45,8 +47,9 @@ async def recover(
 ) -> Outcome[_T]:
     """Await ``handler(error)`` when ``outcome`` failed with an error; pass anything else on.
 
-    The async counterpart of ``outcome.lash(...)`` that leaves a `Terminate` alone, so a
-    retry or fallback never undoes a deliberate stop. Chain it to retry more than once.
+    The async counterpart of ``outcome.lash(...)`` that leaves a `Terminate` (and a
+    `Pause`) alone, so a retry or fallback never undoes a deliberate stop. Chain it to
+    retry more than once.
 
     Example:
         >>> import asyncio
@@ -60,6 +63,6 @@ async def recover(
     """
     if type(outcome) is Failure:
         halt = outcome.failure()
-        if type(halt) is not Terminate:
+        if isinstance(halt, AgentError):
             return await handler(halt)
     return outcome

@@ -9,14 +9,19 @@ from returns.result import Result
 
 from fncore.core._errors import AgentError
 from fncore.core._messages import Message
+from fncore.core._pause import Paused
 from fncore.core._usage import Usage
 from fncore.core._value import value
 
-StopReason: TypeAlias = Literal["completed", "tool_required", "terminated", "awaiting_tools"]
+StopReason: TypeAlias = Literal[
+    "completed", "tool_required", "terminated", "awaiting_tools", "paused"
+]
 """``completed``: the model answered with text. ``tool_required``: ``tool_choice`` was
 ``required`` and the calls ran. ``terminated``: a middleware returned ``Terminate``.
 ``awaiting_tools``: the model asked for tools and automatic invocation is off
-(``LoopSettings(enabled=False)``); the last message holds the calls, unexecuted."""
+(``LoopSettings(enabled=False)``); the last message holds the calls, unexecuted.
+``paused``: a middleware paused the run for a human (`Paused` says what for); resume it
+with ``Agent.resume``."""
 
 
 @final
@@ -40,6 +45,9 @@ class RunResult:
     """How many model rounds ran."""
     stop_reason: StopReason = "completed"
     """Why the run stopped."""
+    paused: Paused | None = None
+    """With ``stop_reason == "paused"``: the checkpoint to resume from and what it waits
+    for; otherwise ``None``."""
 
 
 RunOutcome: TypeAlias = Result[RunResult, AgentError]

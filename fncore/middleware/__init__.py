@@ -14,6 +14,7 @@ in the reply's or the session's state, shared state in a store chosen by URL.
 
 from fncore.middleware._config import BUILTINS, build_middleware, load_factory
 from fncore.middleware._place import ORDER, place
+from fncore.middleware.approve import approve
 from fncore.middleware.budget import Price, budget
 from fncore.middleware.cache import cache
 from fncore.middleware.cache_prompt import cache_prompt
@@ -65,6 +66,7 @@ __all__ = [
     "ToolVerdict",
     "Verdict",
     "answered_by",
+    "approve",
     "budget",
     "build_middleware",
     "cache",

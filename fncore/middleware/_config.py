@@ -22,6 +22,7 @@ from fncore.settings import ConfigError
 
 BUILTINS: dict[str, str] = {
     "trace": "fncore.middleware.trace:trace",
+    "approve": "fncore.middleware.approve:approve",
     "retry": "fncore.middleware.retry:retry",
     "retry_tools": "fncore.middleware.retry:retry_tools",
     "fallback": "fncore.middleware.fallback:fallback",

@@ -81,6 +81,7 @@ STOP_REASON = "fncore.stop_reason"
 ROUNDS = "fncore.rounds"
 TERMINATED = "fncore.terminated"
 TERMINATE_OUTPUT = "fncore.terminate.output"
+PAUSED = "fncore.paused"
 CACHE_HIT = "fncore.cache.hit"
 """Set by the ``cache`` built-in on the current span (see the ``trace`` page)."""
 

@@ -11,6 +11,7 @@ from typing import TypedDict
 
 ORDER: tuple[str, ...] = (
     "trace",
+    "approve",
     "redact_pii",
     "guard",
     "select_tools",
@@ -44,8 +45,8 @@ def place(name: str) -> Place:
     """The soft ``before``/``after`` hints that put built-in ``name`` in its place.
 
     Example:
-        >>> place("fallback")["after"]
-        ['trace', 'redact_pii', 'guard', 'select_tools', 'cache', 'limit_calls', 'budget']
+        >>> place("fallback")["after"][-3:]
+        ['cache', 'limit_calls', 'budget']
     """
     index = ORDER.index(name)
     return {"before": list(ORDER[index + 1 :]), "after": list(ORDER[:index]), "soft": True}

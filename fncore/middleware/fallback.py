@@ -35,7 +35,6 @@ from fncore.core import (
     Registry,
     RunInfo,
     StateKey,
-    Terminate,
 )
 from fncore.middleware._errors import Emitted, checked, retryable, when
 from fncore.middleware._place import place
@@ -174,7 +173,11 @@ def fallback(
             if type(outcome) is Success:
                 break
             error = outcome.failure()
-            if type(error) is Terminate or not should(error) or (watch is not None and watch.seen):
+            if (
+                not isinstance(error, AgentError)
+                or not should(error)
+                or (watch is not None and watch.seen)
+            ):
                 return outcome
             model = backup
             sent = request

@@ -33,7 +33,6 @@ from fncore.core import (
     RateLimited,
     RateLimitExceeded,
     Registry,
-    Terminate,
     ToolCallContext,
     ToolCallNext,
     ToolResult,
@@ -125,11 +124,11 @@ class _Backoff:
 def _error_worth_it(
     outcome: Outcome[Any], should: Callable[[AgentError], bool]
 ) -> AgentError | None:
-    """The error of ``outcome`` if ``should`` says to retry it (never a `Terminate`)."""
+    """The error of ``outcome`` if ``should`` says to retry it (never a `Terminate`/`Pause`)."""
     if type(outcome) is Success:
         return None
     error = outcome.failure()
-    if type(error) is Terminate or not should(error):
+    if not isinstance(error, AgentError) or not should(error):
         return None
     return error
 

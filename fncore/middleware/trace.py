@@ -45,12 +45,14 @@ from returns.result import Failure, Success
 
 from fncore.core import (
     AgentError,
+    Halt,
     LoopError,
     Message,
     ModelCallContext,
     ModelCallNext,
     ModelResponse,
     Outcome,
+    Pause,
     Registry,
     RunContext,
     RunNext,
@@ -235,12 +237,15 @@ def _raised(span: Span, exc: BaseException) -> None:
     _failed(span, type(exc).__qualname__, f"{type(exc).__qualname__} went through")
 
 
-def _halted(span: Span, halt: Terminate | AgentError, capture: bool, limit: int) -> None:
-    """Record a ``Failure``: a termination is not an error; an error is."""
+def _halted(span: Span, halt: Halt, capture: bool, limit: int) -> None:
+    """Record a ``Failure``: a termination or a pause is not an error; an error is."""
     if type(halt) is Terminate:
         span.set_attribute(g.TERMINATED, True)
         if capture:
             span.set_attribute(g.TERMINATE_OUTPUT, g.clip(halt.output, limit))
+        return
+    if type(halt) is Pause:
+        span.set_attribute(g.PAUSED, True)
         return
     _failed(span, type(halt).__name__, g.clip(str(halt), limit))
     if isinstance(halt, LoopError) and g.usage_known(halt.usage):
@@ -576,7 +581,7 @@ def trace(
             meters.first_chunk.record(to_first, attributes)
         if type(outcome) is Failure:
             halt = outcome.failure()
-            if type(halt) is not Terminate:
+            if isinstance(halt, AgentError):
                 attributes = {**attributes, g.ERROR_TYPE: type(halt).__name__}
         meters.duration.record(clock.seconds, attributes)
         if response is not None and g.usage_known(response.usage):

@@ -3,12 +3,13 @@
 from fncore.runtime._agent import Agent, Prompt
 from fncore.runtime._di import Provide, Provider, list_provider
 from fncore.runtime._scope import current_metadata, current_run
-from fncore.runtime._sessions import InMemorySessionStore, SessionStore
+from fncore.runtime._sessions import CheckpointStore, InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription
 from fncore.runtime._stream import RunStream
 
 __all__ = [
     "Agent",
+    "CheckpointStore",
     "InMemorySessionStore",
     "Prompt",
     "Provide",

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import itertools
+import json
 import os
+import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, final
 
@@ -13,16 +19,37 @@ from returns.result import Failure, Success
 
 from fncore.core import (
     AgentError,
+    Approve,
+    Checkpoint,
+    CheckpointBusy,
+    CheckpointChange,
+    CheckpointError,
+    CheckpointExpired,
+    CheckpointMismatch,
+    CheckpointNotFound,
+    Decision,
+    DecisionConflict,
+    DecisionError,
+    DecisionMissing,
+    DecisionNotAllowed,
+    Edit,
     Emit,
     ErrorRaised,
     InvalidHistory,
     Message,
+    MiddlewareError,
     Model,
     ModelSettings,
+    Pause,
+    Paused,
     Registry,
+    Reject,
+    Respond,
+    Resume,
     RunEnd,
     RunInfo,
     RunOutcome,
+    RunPaused,
     RunResult,
     RunStart,
     Session,
@@ -34,6 +61,7 @@ from fncore.core import (
     Tool,
     ToolChoice,
     ToolFunction,
+    UnknownRequest,
     open_calls,
 )
 from fncore.core._contexts import RunRecord
@@ -46,7 +74,7 @@ from fncore.runtime._engine import session_state
 from fncore.runtime._finish import finish
 from fncore.runtime._hooks import notify
 from fncore.runtime._scope import _CURRENT
-from fncore.runtime._sessions import InMemorySessionStore, SessionStore
+from fncore.runtime._sessions import CheckpointStore, InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription, build_engine
 from fncore.runtime._stream import RunStream
 
@@ -57,6 +85,8 @@ Prompt = str | Message | Sequence[Message]
 """What a run starts from: a user's text, one message, or several."""
 
 _EMPTY: Mapping[str, object] = MappingProxyType({})
+_DAY = 86_400.0
+_DECISION_TYPES: tuple[type, ...] = (Approve, Edit, Reject, Respond)
 _RUN_PREFIX = os.urandom(4).hex()
 _run_ids = itertools.count(1)
 
@@ -94,6 +124,9 @@ class Agent:
         model_settings: Default sampling settings of each run.
         sessions: Where sessions live (default: a new `InMemorySessionStore`).
         name: The agent's name, for traces and logs (``ctx.run.agent``).
+        checkpoint_ttl: Seconds a paused run's checkpoint can be resumed (default: 7 days).
+        resume_lease: Seconds a resume holds its checkpoint without renewing its claim; a
+            process that dies while resuming frees the checkpoint after this long.
         container: Where ``Provide[...]`` parameters of middleware, hooks and tool sources
             are resolved from, once, here; nothing else is taken from it.
 
@@ -113,11 +146,14 @@ class Agent:
     """
 
     __slots__ = (
+        "_checkpoint_ttl",
+        "_config",
         "_default_choice",
         "_default_settings",
         "_description",
         "_engine",
         "_owned",
+        "_resume_lease",
         "_sessions",
         "name",
     )
@@ -136,6 +172,8 @@ class Agent:
         sessions: SessionStore | None = None,
         container: containers.Container | None = None,
         name: str = "agent",
+        checkpoint_ttl: float = 7 * _DAY,
+        resume_lease: float = 60.0,
     ) -> None:
         self.name = name
         """The agent's name, for traces and logs."""
@@ -156,6 +194,10 @@ class Agent:
         self._default_choice: ToolChoice = tool_choice
         self._default_settings = model_settings or ModelSettings()
         self._sessions: SessionStore = sessions
+        self._checkpoint_ttl = checkpoint_ttl
+        self._resume_lease = resume_lease
+        fingerprint = f"{self._description}\n{instructions}\n{self._engine.settings!r}"
+        self._config = hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
 
     @property
     def model(self) -> Model:
@@ -244,6 +286,266 @@ class Agent:
 
         return RunStream(start)
 
+    async def resume(
+        self,
+        checkpoint_id: str,
+        decisions: Mapping[str, Decision] | Decision,
+        *,
+        metadata: Mapping[str, object] | None = None,
+    ) -> RunOutcome:
+        """Go on with a paused run from its checkpoint, in this process or any other.
+
+        The waiting calls go through their ``tool_call`` middleware again, where the
+        middleware that paused find the decisions (``ctx.run.decision(call_id)``); then the
+        reply goes on as if it had never paused, and commits to its session when it ends.
+
+        A decision is applied once. The checkpoint records the decisions and the results
+        of the calls they ran atomically, before the reply goes on, and the reply's end
+        with its session commit: resuming again with the same decisions runs no call
+        twice, and returns the stored outcome once the reply ended. Another process's
+        resume of the same checkpoint meanwhile gets `CheckpointBusy`.
+
+        Args:
+            checkpoint_id: ``result.paused.checkpoint_id`` of the paused run.
+            decisions: A decision per waiting call id, or one decision for every one.
+            metadata: The request metadata of the resumed reply (default: the paused
+                run's).
+
+        Returns:
+            ``Success(RunResult)`` (maybe paused again, with a new checkpoint), or
+            ``Failure(AgentError)``: a `CheckpointError` (unknown, expired, busy,
+            mismatched) or a `DecisionError` (unknown call, missing or disallowed
+            decision, other decisions than the first resume's) leaves the checkpoint as
+            it was and runs nothing.
+        """
+        return await self._resume(checkpoint_id, decisions, metadata, None)
+
+    def resume_stream(
+        self,
+        checkpoint_id: str,
+        decisions: Mapping[str, Decision] | Decision,
+        *,
+        metadata: Mapping[str, object] | None = None,
+    ) -> RunStream:
+        """`resume`, streaming the resumed reply's events; the last is `RunCompleted`."""
+
+        def start(emit: Emit) -> Any:
+            return self._resume(checkpoint_id, decisions, metadata, emit)
+
+        return RunStream(start)
+
+    async def _resume(
+        self,
+        checkpoint_id: str,
+        decisions: Mapping[str, Decision] | Decision,
+        metadata: Mapping[str, object] | None,
+        emit: Emit | None,
+    ) -> RunOutcome:
+        store = self._sessions
+        if not isinstance(store, CheckpointStore):
+            return Failure(_no_checkpoints(store, checkpoint_id))
+        try:
+            checkpoint = await store.load_checkpoint(checkpoint_id)
+        except Exception as exc:
+            return Failure(_unreadable(checkpoint_id, exc))
+        checked = self._check(checkpoint_id, checkpoint, decisions)
+        if not isinstance(checked, tuple):
+            return checked
+        checkpoint, decided, key = checked
+        if checkpoint.stage == "done":
+            return _replay(checkpoint, key)
+        claim = uuid.uuid4().hex
+        now = time.time()
+        try:
+            claimed = await store.claim_checkpoint(
+                checkpoint_id, claim, now + self._resume_lease, now
+            )
+        except Exception as exc:
+            return Failure(_unreadable(checkpoint_id, exc))
+        if claimed is None:
+            return Failure(_not_found(checkpoint_id))
+        if claimed.claim != claim:
+            if claimed.stage == "done":
+                return _replay(claimed, key)
+            return Failure(
+                CheckpointBusy(
+                    message=(
+                        f"checkpoint {checkpoint_id!r} is being resumed by another caller "
+                        "right now; try again once it is done"
+                    ),
+                    checkpoint_id=checkpoint_id,
+                )
+            )
+        held = _Held(store, claimed, claim, self._resume_lease)
+        if claimed.stage == "decided" and claimed.key != key:
+            await held.release()
+            return Failure(_conflict(claimed))
+        renewing = asyncio.ensure_future(held.renew())
+        try:
+            result = await self._go_on(held, decided, key, metadata, emit)
+        except BaseException:
+            renewing.cancel()
+            await finish(held.release())
+            raise
+        renewing.cancel()
+        return result
+
+    def _check(
+        self,
+        checkpoint_id: str,
+        checkpoint: Checkpoint | None,
+        decisions: Mapping[str, Decision] | Decision,
+    ) -> tuple[Checkpoint, dict[str, Decision], str] | Failure[AgentError]:
+        """The checkpoint, the decisions by call id and their key; or why not to resume."""
+        if checkpoint is None:
+            return Failure(_not_found(checkpoint_id))
+        if checkpoint.expires < time.time():
+            return Failure(
+                CheckpointExpired(
+                    message=(
+                        f"checkpoint {checkpoint_id!r} expired (checkpoints live "
+                        "checkpoint_ttl seconds); the paused run cannot go on: run it again"
+                    ),
+                    checkpoint_id=checkpoint_id,
+                )
+            )
+        if checkpoint.config != self._config:
+            return Failure(
+                CheckpointMismatch(
+                    message=(
+                        f"checkpoint {checkpoint_id!r} was written by agent "
+                        f"{checkpoint.agent!r} with another stack (middleware, tools, "
+                        "instructions or loop settings); resume it with an agent built "
+                        "the same way"
+                    ),
+                    checkpoint_id=checkpoint_id,
+                )
+            )
+        decided = _decisions(checkpoint, decisions, self._engine.tools)
+        if type(decided) is not dict:
+            return Failure(decided)  # type: ignore[arg-type]
+        return checkpoint, decided, _decision_key(decided)
+
+    async def _go_on(
+        self,
+        held: _Held,
+        decided: dict[str, Decision],
+        key: str,
+        metadata: Mapping[str, object] | None,
+        emit: Emit | None,
+    ) -> RunOutcome:
+        """Run the rest of a claimed checkpoint's reply, and settle the checkpoint."""
+        checkpoint = held.current
+        session: Session | None = None
+        if checkpoint.session_id is not None:
+            loaded = await self._load(checkpoint.session_id)
+            if type(loaded) is not Session:
+                await held.release()
+                return Failure(loaded)
+            if loaded.version != checkpoint.session_version:
+                await held.release()
+                return Failure(
+                    SessionConflict(
+                        message=(
+                            f"session {loaded.id!r} moved on since the run paused (version "
+                            f"{checkpoint.session_version}, now {loaded.version}); the "
+                            "paused reply cannot be committed to it: nothing ran"
+                        ),
+                        session_id=loaded.id,
+                        version=checkpoint.session_version,
+                    )
+                )
+            session = loaded
+        meta = checkpoint.metadata if metadata is None else MappingProxyType(dict(metadata))
+
+        async def after_tools(point: Any, run: RunInfo) -> AgentError | None:
+            return await held.write(
+                replace(
+                    held.current,
+                    stage="decided",
+                    decisions=MappingProxyType(decided),
+                    key=key,
+                    point=point,
+                    state=run.state.snapshot(),
+                    session_state=run.session_state.snapshot(),
+                )
+            )
+
+        run = RunInfo(
+            checkpoint.run_id,
+            meta,
+            State(dict(checkpoint.state)),
+            emit,
+            checkpoint.session_id,
+            State(dict(checkpoint.session_state)),
+            self.name,
+            decisions=MappingProxyType(decided),
+            _caller=self._engine.call_model,
+            _resume=Resume(checkpoint.point, after_tools if checkpoint.stage == "paused" else None),
+        )
+        token = _CURRENT.set(run)
+        try:
+            result, session, new_input, run = await self._drive(
+                run, session, checkpoint.input, checkpoint.tool_choice, checkpoint.model_settings
+            )
+            result = await self._settle(held, result, run, session, new_input, decided, key)
+            hooks = self._engine.hooks
+            if hooks.run_end or (hooks.error and type(result) is Failure):
+                await self._after(run, result)
+            return result
+        finally:
+            _CURRENT.reset(token)
+
+    async def _settle(
+        self,
+        held: _Held,
+        result: RunOutcome,
+        run: RunInfo,
+        session: Session | None,
+        new_input: tuple[Message, ...],
+        decided: dict[str, Decision],
+        key: str,
+    ) -> RunOutcome:
+        """End a resumed reply's checkpoint.
+
+        It is marked done with the session commit (or with the next checkpoint, if the
+        reply paused again); a failed reply frees it for another try.
+        """
+        if type(result) is not Success:
+            await held.release()
+            return result
+        done: RunResult = result.unwrap()
+        follow: Checkpoint | None = None
+        update = None
+        if done.stop_reason == "paused":
+            checkpoint = held.current
+            follow = self._checkpoint(
+                run, session, new_input, done, checkpoint.tool_choice, checkpoint.model_settings
+            )
+            done = _announce(None, done, follow)
+        elif session is not None:
+            planned = _session_update(session, new_input, done, run)
+            if type(planned) is InvalidHistory:
+                await held.release()
+                return Failure(planned)
+            update = planned[0]  # type: ignore[index]
+        ended = replace(
+            held.current,
+            stage="done",
+            decisions=MappingProxyType(decided),
+            key=key,
+            outcome=done,
+            claim="",
+            claim_until=0.0,
+        )
+        error = await held.write(ended, session=update, follow=follow)
+        if error is not None:
+            await held.release()
+            return Failure(error)
+        if follow is not None:
+            _announce(run, done, follow)
+        return Success(done)
+
     async def _execute(
         self,
         prompt: Prompt,
@@ -254,7 +556,6 @@ class Agent:
         emit: Emit | None,
     ) -> RunOutcome:
         engine = self._engine
-        hooks = engine.hooks
         new_input = _as_messages(prompt)
         session: Session | None = None
         if session_id is not None:
@@ -273,39 +574,142 @@ class Agent:
             self.name,
             _caller=engine.call_model,
         )
+        choice = tool_choice if tool_choice is not None else self._default_choice
+        settings = model_settings if model_settings is not None else self._default_settings
         token = _CURRENT.set(run)
         try:
-            if hooks.run_start:
-                history = () if session is None else session.messages
-                await notify(hooks.run_start, RunStart(run, (*history, *new_input)))
-            record = RunRecord() if engine.has_run_layers else None
-            if record is not None:
-                record.session = session
-            outcome = await engine.run(
-                run,
-                new_input,
-                session,
-                tool_choice if tool_choice is not None else self._default_choice,
-                model_settings if model_settings is not None else self._default_settings,
-                record,
+            result, session, new_input, run = await self._drive(
+                run, session, new_input, choice, settings
             )
-            if type(outcome) is Failure:
-                halt = outcome.failure()
-                if type(halt) is Terminate:
-                    inner = None if record is None else record.outcome
-                    outcome = Success(terminated_after(halt, inner))
-            result: RunOutcome = outcome  # type: ignore[assignment]
-            if record is not None and record.run is not None:
-                session, new_input, run = record.session, record.input, record.run
-            if session is not None and type(result) is Success:
-                failed = await self._commit(session, new_input, result.unwrap(), run)
-                if failed is not None:
-                    result = Failure(failed)
-            if hooks.run_end or (hooks.error and type(result) is Failure):
+            if type(result) is Success:
+                done: RunResult = result.unwrap()
+                if done.stop_reason == "paused":
+                    result = await self._pause(run, session, new_input, done, choice, settings)
+                elif session is not None:
+                    failed = await self._commit(session, new_input, done, run)
+                    if failed is not None:
+                        result = Failure(failed)
+            if engine.hooks.run_end or (engine.hooks.error and type(result) is Failure):
                 await self._after(run, result)
             return result
         finally:
             _CURRENT.reset(token)
+
+    async def _drive(
+        self,
+        run: RunInfo,
+        session: Session | None,
+        new_input: tuple[Message, ...],
+        choice: ToolChoice,
+        settings: ModelSettings,
+    ) -> tuple[RunOutcome, Session | None, tuple[Message, ...], RunInfo]:
+        """Run the ``run_start`` hooks and the stack.
+
+        Returns the outcome, and the session, input and run the loop ran with (``run``
+        middleware may have changed them).
+        """
+        engine = self._engine
+        hooks = engine.hooks
+        if hooks.run_start:
+            history = () if session is None else session.messages
+            await notify(hooks.run_start, RunStart(run, (*history, *new_input)))
+        record = RunRecord() if engine.has_run_layers else None
+        if record is not None:
+            record.session = session
+        outcome = await engine.run(run, new_input, session, choice, settings, record)
+        if type(outcome) is Failure:
+            halt = outcome.failure()
+            if type(halt) is Terminate:
+                inner = None if record is None else record.outcome
+                outcome = Success(terminated_after(halt, inner))
+            elif type(halt) is Pause:
+                outcome = Failure(
+                    MiddlewareError(
+                        message=(
+                            "returned Pause, which a run middleware cannot: pause at "
+                            "tool_call, or at a position inside a round"
+                        ),
+                        position="run",
+                    )
+                )
+        result: RunOutcome = outcome  # type: ignore[assignment]
+        if type(result) is Success and result.unwrap().stop_reason == "paused":
+            paused = result.unwrap().paused
+            if paused is None or paused._point is None:
+                result = Failure(
+                    MiddlewareError(
+                        message=(
+                            "a run middleware replaced a paused run's result with one that "
+                            "cannot be resumed; pass the paused result on (dataclasses."
+                            "replace keeps what a resume needs)"
+                        ),
+                        position="run",
+                    )
+                )
+        if record is not None and record.run is not None:
+            session, new_input, run = record.session, record.input, record.run
+        return result, session, new_input, run
+
+    def _checkpoint(
+        self,
+        run: RunInfo,
+        session: Session | None,
+        new_input: tuple[Message, ...],
+        done: RunResult,
+        choice: ToolChoice,
+        settings: ModelSettings,
+    ) -> Checkpoint:
+        """The checkpoint of a run that paused with ``done``."""
+        paused: Paused = done.paused  # type: ignore[assignment]
+        now = time.time()
+        return Checkpoint(
+            id=uuid.uuid4().hex,
+            run_id=run.run_id,
+            agent=self.name,
+            config=self._config,
+            created=now,
+            expires=now + self._checkpoint_ttl,
+            session_id=None if session is None else session.id,
+            session_version=0 if session is None else session.version,
+            input=new_input,
+            point=paused._point,  # type: ignore[arg-type]
+            requests=paused.requests,
+            tool_choice=choice,
+            model_settings=settings,
+            metadata=run.metadata,
+            state=run.state.snapshot(),
+            session_state=run.session_state.snapshot(),
+        )
+
+    async def _pause(
+        self,
+        run: RunInfo,
+        session: Session | None,
+        new_input: tuple[Message, ...],
+        done: RunResult,
+        choice: ToolChoice,
+        settings: ModelSettings,
+    ) -> RunOutcome:
+        """Save the checkpoint of a paused run; the result naming it (the session waits)."""
+        store = self._sessions
+        if not isinstance(store, CheckpointStore):
+            return Failure(_no_checkpoints(store, ""))
+        checkpoint = self._checkpoint(run, session, new_input, done, choice, settings)
+        _, raised, cancels = await finish(store.save_checkpoint(checkpoint))
+        if raised is not None:
+            if cancels:
+                raise asyncio.CancelledError
+            return Failure(
+                CheckpointError(
+                    message=(
+                        f"the run paused, and the session store could not save its "
+                        f"checkpoint: {type(raised).__name__}: {raised}; nothing was saved"
+                    ),
+                    checkpoint_id=checkpoint.id,
+                )
+            )
+        _absorb(cancels)
+        return Success(_announce(run, done, checkpoint))
 
     async def _load(self, session_id: str) -> Session | SessionError:
         store = self._sessions
@@ -346,25 +750,15 @@ class Agent:
         Returns:
             ``None`` once committed; otherwise the error (nothing was saved).
         """
-        if session.version:  # the store has the history: append to it
-            keep, append = len(session.messages), new_input + done.messages
-            pending = pending_calls(session)
-        else:  # a new session (perhaps forked with a history): write it all
-            keep, append, pending = 0, session.messages + new_input + done.messages, ()
-        found = (
-            pending if type(pending) is InvalidHistory else open_calls(append, pending, offset=keep)  # type: ignore[arg-type]
-        )
-        if type(found) is InvalidHistory:
-            return _not_saved(found)
-        if found and done.stop_reason != "awaiting_tools":
-            return _not_saved(unanswered(found))  # type: ignore[arg-type]
-        state = run.session_state.snapshot()
-        update = SessionUpdate(session.id, session.version, keep, append, state)
+        planned = _session_update(session, new_input, done, run)
+        if type(planned) is InvalidHistory:
+            return planned
+        update, found = planned  # type: ignore[misc]
         store = self._sessions
         saved, raised, cancels = await finish(store.commit(update))
         error = _commit_error(store, session, saved, raised)
         if error is None:
-            if len(saved.messages) == keep + len(append):  # type: ignore[union-attr]
+            if len(saved.messages) == update.keep + len(update.append):  # type: ignore[union-attr]
                 remember_pending(saved, found)  # type: ignore[arg-type]
             _absorb(cancels)
             return None
@@ -433,3 +827,248 @@ def _not_saved(error: InvalidHistory) -> InvalidHistory:
         message=f"the run's transcript was not saved to its session: {error.message}",
         position="run",
     )
+
+
+class _Held:
+    """A checkpoint this process claimed: every write goes through it, one at a time."""
+
+    __slots__ = ("claim", "current", "lease", "lock", "store")
+
+    def __init__(
+        self, store: CheckpointStore, current: Checkpoint, claim: str, lease: float
+    ) -> None:
+        self.store = store
+        self.current = current
+        self.claim = claim
+        self.lease = lease
+        self.lock = asyncio.Lock()
+
+    async def write(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        session: SessionUpdate | None = None,
+        follow: Checkpoint | None = None,
+    ) -> AgentError | None:
+        """Store ``checkpoint`` (with the session commit, the next checkpoint) under the claim.
+
+        The write runs to its end even if cancelled meanwhile. Returns the error, if it did
+        not apply.
+        """
+        cid = checkpoint.id
+        async with self.lock:
+            if checkpoint.stage != "done":
+                checkpoint = replace(checkpoint, claim_until=time.time() + self.lease)
+            change = CheckpointChange(checkpoint, self.claim, session, follow)
+            outcome, raised, cancels = await finish(self.store.change_checkpoint(change))
+            if outcome == "ok":
+                self.current = checkpoint
+                _absorb(cancels)
+                return None
+        if cancels:
+            raise asyncio.CancelledError
+        if raised is not None:
+            return CheckpointError(
+                message=(
+                    f"the session store could not write checkpoint {cid!r}: "
+                    f"{type(raised).__name__}: {raised}; it is as it was"
+                ),
+                checkpoint_id=cid,
+            )
+        if outcome == "conflict" and session is not None:
+            return SessionConflict(
+                message=(
+                    f"session {session.session_id!r} changed while the paused run was "
+                    "resumed; nothing was saved: resume it again"
+                ),
+                session_id=session.session_id,
+                version=session.version,
+            )
+        return CheckpointBusy(
+            message=(
+                f"checkpoint {cid!r} was claimed by another resume while this one ran (it "
+                "did not renew its claim in time); nothing of this resume was saved"
+            ),
+            checkpoint_id=cid,
+        )
+
+    async def renew(self) -> None:
+        """Extend the claim every third of the lease, for as long as the resume runs."""
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            if await self.write(self.current) is not None:
+                return
+
+    async def release(self) -> None:
+        """Give the claim up (best effort), so the checkpoint can be resumed again at once."""
+        async with self.lock:
+            released = replace(self.current, claim="", claim_until=0.0)
+            change = CheckpointChange(released, self.claim)
+            with contextlib.suppress(Exception):
+                if await self.store.change_checkpoint(change) == "ok":
+                    self.current = released
+
+
+def _announce(run: RunInfo | None, done: RunResult, checkpoint: Checkpoint) -> RunResult:
+    """``done`` naming its saved ``checkpoint``; streamed as `RunPaused` to ``run``'s consumer."""
+    paused = Paused(checkpoint.id, checkpoint.requests)
+    if run is not None and run.emit is not None:
+        with contextlib.suppress(Exception):
+            run.emit(RunPaused(paused))
+    return replace(done, paused=paused)
+
+
+def _session_update(
+    session: Session, new_input: tuple[Message, ...], done: RunResult, run: RunInfo
+) -> tuple[SessionUpdate, tuple[Any, ...]] | InvalidHistory:
+    """The update committing a finished turn to ``session``, and the calls it leaves open."""
+    if session.version:  # the store has the history: append to it
+        keep, append = len(session.messages), new_input + done.messages
+        pending = pending_calls(session)
+    else:  # a new session (perhaps forked with a history): write it all
+        keep, append, pending = 0, session.messages + new_input + done.messages, ()
+    found = (
+        pending if type(pending) is InvalidHistory else open_calls(append, pending, offset=keep)  # type: ignore[arg-type]
+    )
+    if type(found) is InvalidHistory:
+        return _not_saved(found)
+    if found and done.stop_reason != "awaiting_tools":
+        return _not_saved(unanswered(found))  # type: ignore[arg-type]
+    state = run.session_state.snapshot()
+    return SessionUpdate(session.id, session.version, keep, append, state), found  # type: ignore[return-value]
+
+
+def _no_checkpoints(store: object, checkpoint_id: str) -> CheckpointError:
+    return CheckpointError(
+        message=(
+            f"session store {_store_name(store)} keeps no checkpoints, so a run cannot "
+            "pause; use one of fncore's stores (memory://, sqlite:///, postgresql://) or "
+            "implement CheckpointStore"
+        ),
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def _not_found(checkpoint_id: str) -> CheckpointNotFound:
+    return CheckpointNotFound(
+        message=(
+            f"no checkpoint {checkpoint_id!r} in this agent's session store; check the id "
+            "and that the agent uses the store the run paused in"
+        ),
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def _unreadable(checkpoint_id: str, exc: Exception) -> CheckpointError:
+    return CheckpointError(
+        message=(
+            f"the session store could not read checkpoint {checkpoint_id!r}: "
+            f"{type(exc).__name__}: {exc}; nothing ran"
+        ),
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def _conflict(checkpoint: Checkpoint) -> DecisionConflict:
+    return DecisionConflict(
+        message=(
+            f"checkpoint {checkpoint.id!r} was already resumed with other decisions; a "
+            "decision is taken once: resume it with the same decisions"
+        ),
+        checkpoint_id=checkpoint.id,
+    )
+
+
+def _replay(checkpoint: Checkpoint, key: str) -> RunOutcome:
+    """The stored outcome of a finished resume, for the same decisions only."""
+    if checkpoint.key != key or checkpoint.outcome is None:
+        return Failure(_conflict(checkpoint))
+    return Success(checkpoint.outcome)
+
+
+def _decision_doc(decision: Decision) -> dict[str, object]:
+    if type(decision) is Edit:
+        return {"kind": "edit", "arguments": dict(decision.arguments)}
+    if type(decision) is Reject or type(decision) is Respond:
+        return {"kind": decision.kind, "message": decision.message}
+    return {"kind": decision.kind}
+
+
+def _decision_key(decided: Mapping[str, Decision]) -> str:
+    """The idempotency key of a set of decisions: equal decisions, equal keys."""
+    doc = {call_id: _decision_doc(d) for call_id, d in decided.items()}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _decisions(
+    checkpoint: Checkpoint,
+    decisions: Mapping[str, Decision] | Decision,
+    tools: Mapping[str, Tool],
+) -> dict[str, Decision] | DecisionError:
+    """``decisions`` by call id, checked against what ``checkpoint`` waits for."""
+    cid = checkpoint.id
+    requests = {r.call_id: r for r in checkpoint.requests}
+    waiting = ", ".join(map(repr, requests)) or "none"
+    if isinstance(decisions, Mapping):
+        decided: dict[str, Decision] = dict(decisions)
+    else:
+        decided = dict.fromkeys(requests, decisions)
+    for call_id, decision in decided.items():
+        request = requests.get(call_id)
+        if request is None:
+            return UnknownRequest(
+                message=(
+                    f"checkpoint {cid!r} does not wait for call {call_id!r} (it waits for: "
+                    f"{waiting})"
+                ),
+                checkpoint_id=cid,
+                call_id=call_id,
+            )
+        if not isinstance(decision, _DECISION_TYPES):
+            return DecisionNotAllowed(
+                message=(
+                    f"the decision for call {call_id!r} is a {type(decision).__name__}; "
+                    "decide with Approve(), Edit(arguments), Reject(message) or "
+                    "Respond(message)"
+                ),
+                checkpoint_id=cid,
+                call_id=call_id,
+            )
+        if decision.kind not in request.allowed:
+            return DecisionNotAllowed(
+                message=(
+                    f"call {call_id!r} allows {', '.join(request.allowed)}, not {decision.kind}"
+                ),
+                checkpoint_id=cid,
+                call_id=call_id,
+            )
+        if type(decision) is Edit and request.tool is not None:
+            tool = tools.get(request.tool)
+            problem = None
+            if tool is not None:
+                try:
+                    checked = tool.check(json.dumps(dict(decision.arguments)))
+                except (TypeError, ValueError) as exc:
+                    checked = f"they are not JSON values ({exc})"
+                problem = checked if type(checked) is str else None
+            if problem is not None:
+                return DecisionNotAllowed(
+                    message=(
+                        f"the edited arguments of call {call_id!r} do not fit tool "
+                        f"{request.tool!r}: {problem}"
+                    ),
+                    checkpoint_id=cid,
+                    call_id=call_id,
+                )
+    missing = [call_id for call_id in requests if call_id not in decided]
+    if missing:
+        return DecisionMissing(
+            message=(
+                f"checkpoint {cid!r} waits for a decision on {', '.join(map(repr, missing))} "
+                "too; decide every request (or pass one decision for all)"
+            ),
+            checkpoint_id=cid,
+            call_id=missing[0],
+        )
+    return decided

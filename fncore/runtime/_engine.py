@@ -18,6 +18,7 @@ from fncore.core import (
     Compaction,
     CompressContext,
     EventMapFailed,
+    Halt,
     InvalidHistory,
     Message,
     Model,
@@ -26,7 +27,12 @@ from fncore.core import (
     ModelResponse,
     ModelSettings,
     Outcome,
+    Pause,
+    Paused,
+    PendingRequest,
     ReasoningContext,
+    Resume,
+    ResumePoint,
     RoundFinished,
     RoundStart,
     RoundStarted,
@@ -39,6 +45,7 @@ from fncore.core import (
     Terminate,
     Tool,
     ToolCallContext,
+    ToolCallPart,
     ToolChoice,
     ToolResult,
     ToolResultPart,
@@ -52,6 +59,8 @@ from fncore.core._loop import (
     Finish,
     LoopSettings,
     LoopState,
+    Ready,
+    Rejected,
     on_response,
     on_terminate,
     on_tool_results,
@@ -61,7 +70,7 @@ from fncore.core._loop import (
 from fncore.core._session import pending_calls
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._model_call import ask, checked, raised_by
-from fncore.runtime._tool_run import ToolRunner
+from fncore.runtime._tool_run import Halting, ToolRunner
 
 NamedLayer = tuple[str, Layer[Any, Any]]
 
@@ -105,12 +114,70 @@ def _messages_ok(ctx: CompressContext, value: object) -> bool:
 
 
 def _halted(
-    halt: Terminate | AgentError, state: LoopState, results: tuple[ToolResultPart, ...] = ()
+    halt: Halt, state: LoopState, choice: ToolChoice, results: tuple[ToolResultPart, ...] = ()
 ) -> Outcome[RunResult]:
-    """A termination ends the run with its output (closing a tool round); an error fails it."""
-    if type(halt) is Terminate:
-        return Success(on_terminate(state, halt, results))
+    """How a halt inside a round ends the run.
+
+    A termination ends it with its output (closing a tool round); a pause pauses it (the
+    round starts again on resume); an error fails it.
+    """
+    kind = type(halt)
+    if kind is Terminate:
+        return Success(on_terminate(state, halt, results))  # type: ignore[arg-type]
+    if kind is Pause:
+        point = ResumePoint(
+            state.history, state.new, state.round, state.errors_in_a_row, state.usage, None, choice
+        )
+        return _paused(state, halt.requests, point)  # type: ignore[union-attr]
     return Failure(halt)
+
+
+def _paused(
+    state: LoopState, requests: tuple[PendingRequest, ...], point: ResumePoint
+) -> Outcome[RunResult]:
+    """The result of a paused run: no output yet; the agent saves the checkpoint."""
+    return Success(
+        RunResult("", state.new, state.usage, state.round, "paused", Paused("", requests, point))
+    )
+
+
+def _round_halted(
+    state: LoopState,
+    results: tuple[ToolResultPart, ...],
+    halts: tuple[Halting, ...],
+    choice: ToolChoice,
+) -> Outcome[RunResult]:
+    """How a tool round that some calls halted ends the run.
+
+    An error fails it, else a termination ends it, else it pauses, keeping the results of
+    the calls that ran.
+
+    When a pause asks to be alone (``one_at_a_time``), only the first such pause's
+    requests are asked for; the round's other waiting calls are asked for on resume.
+    """
+    pauses: list[Pause] = []
+    terminate: Terminate | None = None
+    for halt in halts:
+        kind = type(halt)
+        if kind is Pause:
+            pauses.append(halt)  # type: ignore[arg-type]
+        elif kind is Terminate:
+            terminate = terminate or halt  # type: ignore[assignment]
+        elif halt is not None:
+            return Failure(halt)
+    if terminate is not None:
+        return Success(on_terminate(state, terminate, results))
+    alone = next((p for p in pauses if p.one_at_a_time), None)
+    requests = alone.requests if alone is not None else tuple(r for p in pauses for r in p.requests)
+    calls = [p for p in state.new[-1].parts if type(p) is ToolCallPart]
+    slots = tuple(
+        (call, None if type(halt) is Pause else part)
+        for call, part, halt in zip(calls, results, halts, strict=True)
+    )
+    point = ResumePoint(
+        state.history, state.new, state.round, state.errors_in_a_row, state.usage, slots, choice
+    )
+    return _paused(state, requests, point)
 
 
 async def _keep_history(ctx: CompressContext) -> Outcome[tuple[Message, ...]]:
@@ -335,18 +402,31 @@ class Engine:
         settings = self.settings
         hooks = self.hooks
         emit = run.emit
-        if session is None:
-            started = start(messages)
+        state: LoopState
+        resume = run._resume
+        if resume is not None:  # a paused run goes on from its checkpoint
+            point = resume.point
+            state = LoopState(
+                point.history, point.new, point.round, point.errors_in_a_row, point.usage
+            )
+            if point.calls is not None:
+                went_on = await self._resumed_round(run, state, point, resume)
+                if type(went_on) is not LoopState:
+                    return went_on
+                state = went_on
         else:
-            pending = pending_calls(session)
-            if type(pending) is InvalidHistory:
-                return Failure(
-                    replace(pending, message=f"session {session.id!r}: {pending.message}")
-                )
-            started = start(messages, session.messages, pending)  # type: ignore[arg-type]
-        if type(started) is Fail:
-            return Failure(started.error)
-        state: LoopState = started
+            if session is None:
+                started = start(messages)
+            else:
+                pending = pending_calls(session)
+                if type(pending) is InvalidHistory:
+                    return Failure(
+                        replace(pending, message=f"session {session.id!r}: {pending.message}")
+                    )
+                started = start(messages, session.messages, pending)  # type: ignore[arg-type]
+            if type(started) is Fail:
+                return Failure(started.error)
+            state = started
         tools_run = self._tools_run
         while True:
             round_no = state.round
@@ -358,7 +438,7 @@ class Engine:
             if hooks.round_start:
                 await notify(hooks.round_start, RoundStart(run, round_no))
             if self._compress is not None:
-                compacted = await self._compact(run, round_no, state)
+                compacted = await self._compact(run, round_no, state, tool_choice)
                 if type(compacted) is not LoopState:
                     return compacted
                 state = compacted
@@ -383,7 +463,7 @@ class Engine:
                     )
                 )
             if type(reasoned) is Failure:
-                return _halted(reasoned.failure(), state)
+                return _halted(reasoned.failure(), state, tool_choice)
             response: ModelResponse = reasoned.unwrap()
             message: object = response.message
             if type(message) is not Message:
@@ -414,18 +494,68 @@ class Engine:
             if len(calls) == 1:
                 part, halt = await tools_run.one(run, calls[0])
                 results: tuple[ToolResultPart, ...] = (part,)
+                if halt is not None:
+                    return _round_halted(state, results, (halt,), choice)
             else:
-                results, halt = await tools_run.many(run, calls)
-            if halt is not None:
-                return _halted(halt, state, results)
+                results, halts = await tools_run.many(run, calls)
+                if any(h is not None for h in halts):
+                    return _round_halted(state, results, halts, choice)
             state, decision = on_tool_results(state, results, choice, settings)
             if type(decision) is Finish:
                 return Success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
 
+    async def _resumed_round(
+        self, run: RunInfo, state: LoopState, point: ResumePoint, resume: Resume
+    ) -> LoopState | Outcome[RunResult]:
+        """Finish the tool round a run paused in.
+
+        Its waiting calls run (the decisions are in ``run``); then what follows is decided
+        as after any tool round.
+        """
+        slots = point.calls or ()
+        results = [result for _, result in slots]
+        halts: list[Halting] = [None] * len(slots)
+        waiting: list[int] = []
+        items: list[Ready | Rejected] = []
+        for index, (call, result) in enumerate(slots):
+            if result is not None:
+                continue
+            tool = self.tools.get(call.name)
+            checked = f"Unknown tool {call.name!r}." if tool is None else tool.check(call.arguments)
+            if type(checked) is str:
+                items.append(Rejected(ToolResultPart(call.id, call.name, checked, is_error=True)))
+            else:
+                items.append(Ready(call, tool, checked))  # type: ignore[arg-type]
+            waiting.append(index)
+        if len(items) == 1:
+            part, halt = await self._tools_run.one(run, items[0])
+            ran: tuple[ToolResultPart, ...] = (part,)
+            ran_halts: tuple[Halting, ...] = (halt,)
+        elif items:
+            ran, ran_halts = await self._tools_run.many(run, tuple(items))
+        else:
+            ran, ran_halts = (), ()
+        for index, part, halt in zip(waiting, ran, ran_halts, strict=True):
+            results[index], halts[index] = part, halt
+        done: tuple[ToolResultPart, ...] = tuple(results)  # type: ignore[arg-type]
+        if any(h is not None for h in halts):
+            return _round_halted(state, done, tuple(halts), point.choice)
+        if resume.after_tools is not None and items:
+            decided = replace(point, calls=tuple(zip((c for c, _ in slots), done, strict=True)))
+            error = await resume.after_tools(decided, run)
+            if error is not None:
+                return Failure(error)
+        state, decision = on_tool_results(state, done, point.choice, self.settings)
+        if type(decision) is Finish:
+            return Success(decision.result)
+        if type(decision) is Fail:
+            return Failure(decision.error)
+        return state
+
     async def _compact(
-        self, run: RunInfo, round_no: int, state: LoopState
+        self, run: RunInfo, round_no: int, state: LoopState, tool_choice: ToolChoice
     ) -> LoopState | Outcome[RunResult]:
         """Run ``compress_context`` (it sees the assembled system prompt); the new state."""
         prompt = self._instructions
@@ -434,13 +564,13 @@ class Engine:
                 SystemPromptContext(run, round_no, state.history), prompt
             )
             if type(assembled) is Failure:
-                return _halted(assembled.failure(), state)
+                return _halted(assembled.failure(), state, tool_choice)
             prompt = assembled.unwrap()
         compressed = await self._compress(  # type: ignore[misc]
             CompressContext(run, round_no, state.history, prompt)
         )
         if type(compressed) is Failure:
-            return _halted(compressed.failure(), state)
+            return _halted(compressed.failure(), state, tool_choice)
         history = compressed.unwrap()
         if history is state.history:
             return state

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
 from types import MappingProxyType
-from typing import Protocol, final
+from typing import Protocol, final, runtime_checkable
 
-from fncore.core import Session, SessionUpdate
+from fncore.core import ChangeResult, Checkpoint, CheckpointChange, Session, SessionUpdate
 
 
 class SessionStore(Protocol):
@@ -27,6 +29,49 @@ class SessionStore(Protocol):
         Returns:
             The session as stored now (version ``update.version + 1``), or ``None`` when the
             session is at another version (a conflict), in which case nothing was written.
+        """
+        ...
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """A session store that also keeps the checkpoints of paused runs.
+
+    A checkpoint is written once, when its run pauses. A resume then claims it (so two
+    resumes never run the same decision), and changes it only under that claim: once the
+    waiting calls ran (``decided``), and once the reply ended (``done``, in the same
+    transaction as the session commit, or as the next checkpoint when it paused again).
+    fncore's stores (memory, SQLite, PostgreSQL) all are checkpoint stores.
+    """
+
+    async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Write a new checkpoint (and forget the expired ones)."""
+        ...
+
+    async def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        """The checkpoint as stored, or ``None`` if there is none by this id."""
+        ...
+
+    async def claim_checkpoint(
+        self, checkpoint_id: str, claim: str, until: float, now: float
+    ) -> Checkpoint | None:
+        """Claim the checkpoint until ``until``, atomically, unless it is done or held.
+
+        It is held while someone else's claim has not lapsed (``claim_until`` after ``now``).
+
+        Returns:
+            The checkpoint as stored now (its ``claim`` is ``claim`` if the claim was
+            taken), or ``None`` if there is none.
+        """
+        ...
+
+    async def change_checkpoint(self, change: CheckpointChange) -> ChangeResult:
+        """Apply ``change`` whole, in one transaction, if its claim still holds.
+
+        Returns:
+            ``"ok"``; ``"lost"`` if the stored checkpoint no longer holds the claim; or
+            ``"conflict"`` if the change's session commit found the session moved on.
+            Nothing is written unless ``"ok"``.
         """
         ...
 
@@ -53,10 +98,11 @@ class InMemorySessionStore:
         True
     """
 
-    __slots__ = ("_sessions",)
+    __slots__ = ("_checkpoints", "_sessions")
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
+        self._checkpoints: dict[str, Checkpoint] = {}
 
     async def load(self, session_id: str) -> Session | None:
         """Return the session, or ``None``."""
@@ -77,3 +123,54 @@ class InMemorySessionStore:
     async def delete(self, session_id: str) -> bool:
         """Forget the session; ``False`` if there was none."""
         return self._sessions.pop(session_id, None) is not None
+
+    async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Keep a new checkpoint (a deep copy of its state); forget the expired ones."""
+        for key in [k for k, c in self._checkpoints.items() if c.expires < checkpoint.created]:
+            del self._checkpoints[key]
+        self._checkpoints[checkpoint.id] = _kept(checkpoint)
+
+    async def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        """The checkpoint, with a fresh copy of its state, or ``None``."""
+        found = self._checkpoints.get(checkpoint_id)
+        return None if found is None else _kept(found)
+
+    async def claim_checkpoint(
+        self, checkpoint_id: str, claim: str, until: float, now: float
+    ) -> Checkpoint | None:
+        """Claim the checkpoint unless it is done or claimed; it as stored now."""
+        found = self._checkpoints.get(checkpoint_id)
+        if found is None:
+            return None
+        if found.stage != "done" and (not found.claim or found.claim_until < now):
+            found = self._checkpoints[checkpoint_id] = replace(
+                found, claim=claim, claim_until=until
+            )
+        return _kept(found)
+
+    async def change_checkpoint(self, change: CheckpointChange) -> ChangeResult:
+        """Apply ``change`` if its claim holds (and its session commit applies)."""
+        target = change.checkpoint
+        found = self._checkpoints.get(target.id)
+        if found is None or found.claim != change.claim:
+            return "lost"
+        update = change.session
+        if update is not None:
+            after = update.apply(self._sessions.get(update.session_id))
+            if after is None:
+                return "conflict"
+            await self.commit(update)
+        self._checkpoints[target.id] = _kept(target)
+        if change.follow is not None:
+            self._checkpoints[change.follow.id] = _kept(change.follow)
+        return "ok"
+
+
+def _kept(checkpoint: Checkpoint) -> Checkpoint:
+    """``checkpoint`` with its own copy of its (mutable) state values."""
+    return replace(
+        checkpoint,
+        state=MappingProxyType(copy.deepcopy(dict(checkpoint.state))),
+        session_state=MappingProxyType(copy.deepcopy(dict(checkpoint.session_state))),
+        metadata=MappingProxyType(copy.deepcopy(dict(checkpoint.metadata))),
+    )

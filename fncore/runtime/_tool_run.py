@@ -26,6 +26,7 @@ from fncore.core import (
     AgentError,
     EventMapFailed,
     MiddlewareError,
+    Pause,
     RunInfo,
     Terminate,
     Tool,
@@ -41,8 +42,11 @@ from fncore.core._fold import Handler
 from fncore.core._loop import LoopSettings, Ready, Rejected
 from fncore.runtime._hooks import HookEntry, notify
 
-Halting = Terminate | AgentError | None
-"""What stops the loop after a call: a termination, an error, or nothing."""
+Halting = Terminate | Pause | AgentError | None
+"""What stops the loop after a call: a termination, a pause, an error, or nothing."""
+
+WAITING = "Not run: waiting for a human's decision."
+"""The stand-in result of a paused call, used only if the round ends for another reason."""
 
 
 def _spurious(exc: asyncio.CancelledError) -> bool:
@@ -150,6 +154,9 @@ class ToolRunner:
                     halt = out.failure()
                     if type(halt) is Terminate:
                         part = ToolResultPart(call.id, call.name, halt.output)
+                    elif type(halt) is Pause:
+                        # The call waits: it has no result, and it has not ended.
+                        return ToolResultPart(call.id, call.name, WAITING, True), halt
                     else:
                         part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
             if self._tool_end:
@@ -164,8 +171,8 @@ class ToolRunner:
 
     async def many(
         self, run: RunInfo, calls: tuple[Ready | Rejected, ...]
-    ) -> tuple[tuple[ToolResultPart, ...], Halting]:
-        """Run a round's calls concurrently (bounded); results in call order."""
+    ) -> tuple[tuple[ToolResultPart, ...], tuple[Halting, ...]]:
+        """Run a round's calls concurrently (bounded); results and halts in call order."""
         limit = asyncio.Semaphore(self._settings.max_concurrent_tools)
         fatal: list[BaseException] = []
         tasks: list[asyncio.Task[tuple[ToolResultPart, Halting] | None]] = []
@@ -196,6 +203,4 @@ class ToolRunner:
         if fatal:
             raise fatal[0]
         done: list[tuple[ToolResultPart, Halting]] = [t.result() for t in tasks]  # type: ignore[misc]
-        halts = [h for _, h in done if h is not None]
-        halt = next((h for h in halts if type(h) is not Terminate), halts[0] if halts else None)
-        return tuple(p for p, _ in done), halt
+        return tuple(p for p, _ in done), tuple(h for _, h in done)

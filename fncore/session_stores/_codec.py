@@ -24,11 +24,33 @@ import dataclasses
 import importlib
 import json
 import math
+import typing
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
-from fncore.core import Message
-from fncore.core._message_json import message_doc, message_from_doc
+from fncore.core import (
+    ALL_DECISIONS,
+    Approve,
+    Checkpoint,
+    Decision,
+    Edit,
+    Message,
+    ModelSettings,
+    Paused,
+    PendingRequest,
+    Reject,
+    RequireTool,
+    Respond,
+    ResumePoint,
+    RunResult,
+    ToolCallPart,
+    ToolChoice,
+    ToolResultPart,
+    Usage,
+)
+from fncore.core._message_json import message_doc, message_from_doc, part_doc, part_from_doc
+from fncore.core._result import StopReason
 from fncore.session_stores._errors import (
     NotSerializable,
     SessionStoreCorrupt,
@@ -275,3 +297,285 @@ def decode_state(text: str | bytes) -> dict[str, object]:
         binascii.Error,
     ) as exc:
         raise _corrupt("session state", exc) from None
+
+
+# Checkpoints ------------------------------------------------------------------------------
+
+CHECKPOINT_FORMAT = 1
+"""The format version of checkpoint records this fncore writes and reads."""
+
+
+def _message(message: Message) -> dict[str, Any]:
+    doc = message_doc(message)
+    if message.cache:
+        doc["cache"] = True
+    return doc
+
+
+def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    return [_message(m) for m in messages]
+
+
+def _read_messages(docs: Any) -> tuple[Message, ...]:
+    return tuple(message_from_doc(d, d.get("cache", False) is True) for d in docs)
+
+
+def _values(values: Mapping[str, object], what: str) -> dict[str, Any]:
+    return {key: _encode_value(v, f"{what} {key!r}") for key, v in values.items()}
+
+
+def _read_values(doc: Any) -> MappingProxyType[str, object]:
+    return MappingProxyType({key: _decode_value(v) for key, v in doc.items()})
+
+
+def _choice(choice: ToolChoice) -> Any:
+    return {"tool": choice.name} if type(choice) is RequireTool else choice
+
+
+def _read_choice(doc: Any) -> ToolChoice:
+    if type(doc) is dict:
+        return RequireTool(str(doc["tool"]))
+    if doc not in ("auto", "none", "required"):
+        msg = f"unknown tool choice {doc!r}"
+        raise _Unreadable(msg)
+    return doc  # type: ignore[no-any-return]
+
+
+def _usage(usage: Usage) -> dict[str, int]:
+    return {f.name: getattr(usage, f.name) for f in dataclasses.fields(usage)}
+
+
+def _settings(settings: ModelSettings) -> dict[str, Any]:
+    return {
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+        "top_p": settings.top_p,
+        "stop": list(settings.stop),
+        "seed": settings.seed,
+        "parallel_tool_calls": settings.parallel_tool_calls,
+        "extra": _values(settings.extra, "model setting"),
+    }
+
+
+def _read_settings(doc: Any) -> ModelSettings:
+    return ModelSettings(
+        temperature=doc["temperature"],
+        max_tokens=doc["max_tokens"],
+        top_p=doc["top_p"],
+        stop=tuple(doc["stop"]),
+        seed=doc["seed"],
+        parallel_tool_calls=doc["parallel_tool_calls"],
+        extra=_read_values(doc["extra"]),
+    )
+
+
+def _request(request: PendingRequest) -> dict[str, Any]:
+    return {
+        "call_id": request.call_id,
+        "tool": request.tool,
+        "arguments": _values(request.arguments, "request argument"),
+        "description": request.description,
+        "allowed": list(request.allowed),
+        "middleware": request.middleware,
+    }
+
+
+def _read_request(doc: Any) -> PendingRequest:
+    allowed = tuple(doc["allowed"])
+    if not set(allowed) <= set(ALL_DECISIONS):
+        msg = f"unknown decisions in {allowed!r}"
+        raise _Unreadable(msg)
+    return PendingRequest(
+        str(doc["call_id"]),
+        None if doc["tool"] is None else str(doc["tool"]),
+        _read_values(doc["arguments"]),
+        str(doc["description"]),
+        allowed,
+        str(doc["middleware"]),
+    )
+
+
+def _decision(decision: Decision) -> dict[str, Any]:
+    if type(decision) is Edit:
+        return {"kind": "edit", "arguments": _values(decision.arguments, "edited argument")}
+    if type(decision) is Reject or type(decision) is Respond:
+        return {"kind": decision.kind, "message": decision.message}
+    return {"kind": "approve"}
+
+
+def _read_decision(doc: Any) -> Decision:
+    kind = doc["kind"]
+    if kind == "approve":
+        return Approve()
+    if kind == "edit":
+        return Edit(_read_values(doc["arguments"]))
+    if kind == "reject":
+        return Reject(str(doc["message"]))
+    if kind == "respond":
+        return Respond(str(doc["message"]))
+    msg = f"unknown decision {kind!r}"
+    raise _Unreadable(msg)
+
+
+def _point(point: ResumePoint) -> dict[str, Any]:
+    calls = None
+    if point.calls is not None:
+        calls = [[part_doc(c), None if r is None else part_doc(r)] for c, r in point.calls]
+    return {
+        "history": _messages(point.history),
+        "new": _messages(point.new),
+        "round": point.round,
+        "errors_in_a_row": point.errors_in_a_row,
+        "usage": _usage(point.usage),
+        "calls": calls,
+        "choice": _choice(point.choice),
+    }
+
+
+def _slot(doc: Any) -> tuple[ToolCallPart, ToolResultPart | None]:
+    call = part_from_doc(doc[0])
+    result = None if doc[1] is None else part_from_doc(doc[1])
+    if type(call) is not ToolCallPart or (
+        result is not None and type(result) is not ToolResultPart
+    ):
+        msg = "a checkpoint's call slot holds other parts than a call and its result"
+        raise _Unreadable(msg)
+    return call, result
+
+
+def _read_point(doc: Any) -> ResumePoint:
+    calls = doc["calls"]
+    return ResumePoint(
+        _read_messages(doc["history"]),
+        _read_messages(doc["new"]),
+        int(doc["round"]),
+        int(doc["errors_in_a_row"]),
+        Usage(**doc["usage"]),
+        None if calls is None else tuple(_slot(c) for c in calls),
+        _read_choice(doc["choice"]),
+    )
+
+
+def _result(result: RunResult) -> dict[str, Any]:
+    paused = result.paused
+    return {
+        "output": result.output,
+        "messages": _messages(result.messages),
+        "usage": _usage(result.usage),
+        "rounds": result.rounds,
+        "stop_reason": result.stop_reason,
+        "paused": None
+        if paused is None
+        else {
+            "checkpoint_id": paused.checkpoint_id,
+            "requests": [_request(r) for r in paused.requests],
+        },
+    }
+
+
+def _read_result(doc: Any) -> RunResult:
+    paused = doc["paused"]
+    if doc["stop_reason"] not in typing.get_args(StopReason):
+        msg = f"unknown stop reason {doc['stop_reason']!r}"
+        raise _Unreadable(msg)
+    return RunResult(
+        str(doc["output"]),
+        _read_messages(doc["messages"]),
+        Usage(**doc["usage"]),
+        int(doc["rounds"]),
+        doc["stop_reason"],
+        None
+        if paused is None
+        else Paused(
+            str(paused["checkpoint_id"]), tuple(_read_request(r) for r in paused["requests"])
+        ),
+    )
+
+
+def encode_checkpoint(checkpoint: Checkpoint) -> str:
+    """The JSON record of ``checkpoint`` (all but its claim, which stores keep in columns).
+
+    Raises:
+        NotSerializable: naming what in the checkpoint's state, metadata or settings
+            cannot be stored.
+    """
+    c = checkpoint
+    try:
+        record = {
+            "v": CHECKPOINT_FORMAT,
+            "id": c.id,
+            "run_id": c.run_id,
+            "agent": c.agent,
+            "config": c.config,
+            "created": c.created,
+            "expires": c.expires,
+            "session_id": c.session_id,
+            "session_version": c.session_version,
+            "input": _messages(c.input),
+            "point": _point(c.point),
+            "requests": [_request(r) for r in c.requests],
+            "tool_choice": _choice(c.tool_choice),
+            "model_settings": _settings(c.model_settings),
+            "metadata": _values(c.metadata, "request metadata"),
+            "state": _values(c.state, "reply state"),
+            "session_state": _values(c.session_state, "session state"),
+            "stage": c.stage,
+            "decisions": {k: _decision(d) for k, d in c.decisions.items()},
+            "key": c.key,
+            "outcome": None if c.outcome is None else _result(c.outcome),
+        }
+    except TypeError as exc:
+        raise NotSerializable(f"a checkpoint cannot be stored: {exc}") from None
+    except RecursionError:
+        msg = "a checkpoint's state is nested too deeply (or holds a value that contains itself)"
+        raise NotSerializable(msg) from None
+    return _dumps(record)
+
+
+def decode_checkpoint(text: str | bytes, claim: str, claim_until: float) -> Checkpoint:
+    """The checkpoint a record written by `encode_checkpoint` holds, with its claim.
+
+    Raises:
+        SessionStoreCorrupt: if the record does not decode.
+        SessionSchemaTooNew: if a newer fncore wrote it.
+    """
+    try:
+        r = _record(text, "checkpoint", CHECKPOINT_FORMAT)
+        stage = r["stage"]
+        if stage not in ("paused", "decided", "done"):
+            msg = f"unknown checkpoint stage {stage!r}"
+            raise _Unreadable(msg)
+        return Checkpoint(
+            id=str(r["id"]),
+            run_id=str(r["run_id"]),
+            agent=str(r["agent"]),
+            config=str(r["config"]),
+            created=float(r["created"]),
+            expires=float(r["expires"]),
+            session_id=None if r["session_id"] is None else str(r["session_id"]),
+            session_version=int(r["session_version"]),
+            input=_read_messages(r["input"]),
+            point=_read_point(r["point"]),
+            requests=tuple(_read_request(q) for q in r["requests"]),
+            tool_choice=_read_choice(r["tool_choice"]),
+            model_settings=_read_settings(r["model_settings"]),
+            metadata=_read_values(r["metadata"]),
+            state=_read_values(r["state"]),
+            session_state=_read_values(r["session_state"]),
+            stage=stage,
+            decisions=MappingProxyType({k: _read_decision(d) for k, d in r["decisions"].items()}),
+            key=str(r["key"]),
+            outcome=None if r["outcome"] is None else _read_result(r["outcome"]),
+            claim=claim,
+            claim_until=claim_until,
+        )
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        ImportError,
+        RecursionError,
+        binascii.Error,
+    ) as exc:
+        raise _corrupt("checkpoint", exc) from None

@@ -62,6 +62,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX fncore_messages_by_version ON fncore_messages (session_id, version)",
     ),
+    (  # 1 -> 2
+        """CREATE TABLE fncore_checkpoints (
+            id text PRIMARY KEY,
+            stage text NOT NULL,
+            claim text NOT NULL,
+            claim_until double precision NOT NULL,
+            expires double precision NOT NULL,
+            body text NOT NULL
+        )""",
+        "CREATE INDEX fncore_checkpoints_by_expiry ON fncore_checkpoints (expires)",
+    ),
 )
 """Step ``i`` brings the schema from version ``i`` to ``i + 1``; all run in one transaction."""
 

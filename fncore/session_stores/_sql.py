@@ -1,9 +1,10 @@
 """What the SQLite and PostgreSQL stores share: the tables, the statements, the commit.
 
-Two tables::
+Three tables::
 
-    fncore_sessions  id (key), version, length, token, state
-    fncore_messages  session_id, seq (key together), version, body
+    fncore_sessions     id (key), version, length, token, state
+    fncore_messages     session_id, seq (key together), version, body
+    fncore_checkpoints  id (key), stage, claim, claim_until, expires, body
 
 ``version`` is the session's version (how many runs committed); ``length`` its number of
 messages; ``token`` tells one life of a session id from the next (after a delete); ``state``
@@ -16,6 +17,11 @@ messages appended as rows. Messages are never rewritten: a turn writes only its 
 costs the same however long the conversation is. A message row never changes once written
 (a shortened history deletes rows, and what follows is written as new rows), so a store
 that remembers a session at some version reads back only the rows written since.
+
+A checkpoint row holds a paused run's checkpoint (``body``, as `encode_checkpoint` writes
+it), with what the statements test in columns: its stage, who claims it until when, and when
+it expires. A change to it is an ``UPDATE ... WHERE claim = mine`` in the transaction that
+also commits the session (and writes the next checkpoint), so the three apply together.
 
 The commit is written once, as steps (`commit_steps`) that each store runs on its own
 driver: SQLite's blocking one in a worker thread, PostgreSQL's asynchronous one.
@@ -31,10 +37,19 @@ from typing import Any, Literal, Protocol, TypeAlias, TypeVar, final
 
 from cachetools import LRUCache
 
-from fncore.core import Message, Session, SessionUpdate
+from fncore.core import (
+    ChangeResult,
+    Checkpoint,
+    CheckpointChange,
+    Message,
+    Session,
+    SessionUpdate,
+)
 from fncore.session_stores._codec import (
+    decode_checkpoint,
     decode_message,
     decode_state,
+    encode_checkpoint,
     encode_message,
     encode_state,
 )
@@ -44,7 +59,7 @@ from fncore.session_stores._errors import (
     SessionStoreError,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version this fncore writes; a store recorded at a higher one is refused."""
 
 DEFAULT_CACHE = 256
@@ -75,6 +90,21 @@ INSERT_MESSAGE = "INSERT INTO fncore_messages (session_id, seq, version, body) V
 READ_PREFIX = "SELECT seq, body FROM fncore_messages WHERE session_id = ? AND seq < ? ORDER BY seq"
 DELETE_MESSAGES = "DELETE FROM fncore_messages WHERE session_id = ?"
 DELETE_SESSION = "DELETE FROM fncore_sessions WHERE id = ?"
+
+INSERT_CHECKPOINT = """
+INSERT INTO fncore_checkpoints (id, stage, claim, claim_until, expires, body)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+PURGE_CHECKPOINTS = "DELETE FROM fncore_checkpoints WHERE expires < ?"
+READ_CHECKPOINT = "SELECT body, claim, claim_until FROM fncore_checkpoints WHERE id = ?"
+CLAIM_CHECKPOINT = """
+UPDATE fncore_checkpoints SET claim = ?, claim_until = ?
+WHERE id = ? AND stage <> 'done' AND (claim = '' OR claim_until < ?)
+"""
+CHANGE_CHECKPOINT = """
+UPDATE fncore_checkpoints SET stage = ?, claim = ?, claim_until = ?, expires = ?, body = ?
+WHERE id = ? AND claim = ?
+"""
 
 Fetch: TypeAlias = Literal["rowcount", "all", "many"]
 """What a step wants back: the number of rows changed, every row, or nothing (many rows in)."""
@@ -151,6 +181,56 @@ def delete_steps(session_id: str) -> Steps[int]:
     yield Step(DELETE_MESSAGES, (session_id,), "rowcount")
     deleted: int = yield Step(DELETE_SESSION, (session_id,), "rowcount")
     return deleted
+
+
+def _checkpoint_row(checkpoint: Checkpoint) -> tuple[Any, ...]:
+    """The columns of ``checkpoint``'s row after its id: stage, claim, until, expiry, body."""
+    c = checkpoint
+    return (c.stage, c.claim, c.claim_until, c.expires, encode_checkpoint(c))
+
+
+def _insert(checkpoint: Checkpoint) -> Step:
+    return Step(INSERT_CHECKPOINT, (checkpoint.id, *_checkpoint_row(checkpoint)), "rowcount")
+
+
+def save_steps(checkpoint: Checkpoint) -> Steps[None]:
+    """The statements that write a new checkpoint, forgetting the expired ones."""
+    yield Step(PURGE_CHECKPOINTS, (checkpoint.created,), "rowcount")
+    yield _insert(checkpoint)
+
+
+def claim_steps(
+    checkpoint_id: str, claim: str, until: float, now: float
+) -> Steps[list[tuple[Any, ...]]]:
+    """The statements that claim a checkpoint; its row as it is then (none: no such id)."""
+    yield Step(CLAIM_CHECKPOINT, (claim, until, checkpoint_id, now), "rowcount")
+    rows: list[tuple[Any, ...]] = yield Step(READ_CHECKPOINT, (checkpoint_id,), "all")
+    return rows
+
+
+class SessionMovedOn(Exception):
+    """The session commit of a checkpoint change conflicted: roll the change back."""
+
+
+def change_steps(
+    change: CheckpointChange,
+    row: tuple[Any, ...],
+    commit: Steps[Written | None] | None,
+    follow: Step | None,
+) -> Steps[tuple[ChangeResult, Written | None]]:
+    """The statements of a checkpoint change (raising `SessionMovedOn` to roll it back)."""
+    target = change.checkpoint.id
+    changed = yield Step(CHANGE_CHECKPOINT, (*row, target, change.claim), "rowcount")
+    if changed != 1:
+        return "lost", None
+    written = None
+    if commit is not None:
+        written = yield from commit
+        if written is None:
+            raise SessionMovedOn
+    if follow is not None:
+        yield follow
+    return "ok", written
 
 
 def _missing(session_id: str, seq: int) -> SessionStoreCorrupt:
@@ -258,6 +338,16 @@ class SqlSessionStore:
                 written.
             SessionStoreError: if the store cannot be written (see the subclasses).
         """
+        steps, values = self._commit_steps(update)
+        written = await self._engine.transaction(steps)
+        if written is None:
+            return None
+        return self._remember(update, written, values)
+
+    def _commit_steps(
+        self, update: SessionUpdate
+    ) -> tuple[Steps[Written | None], dict[str, object]]:
+        """The statements committing ``update``, and its state as it will read back."""
         state = encode_state(update.state)
         try:
             values = decode_state(state)
@@ -267,9 +357,13 @@ class SqlSessionStore:
         bodies = [encode_message(m) for m in update.append]
         remembered = self._cache.get(update.session_id)
         known = None if remembered is None else (remembered[0], remembered[1].version)
-        written = await self._engine.transaction(commit_steps(update, bodies, state, known))
-        if written is None:
-            return None
+        return commit_steps(update, bodies, state, known), values
+
+    def _remember(
+        self, update: SessionUpdate, written: Written, values: dict[str, object]
+    ) -> Session:
+        """The session ``update`` made, remembered for the next load."""
+        remembered = self._cache.get(update.session_id)
         if written.prefix is not None:
             before: Sequence[Message] = written.prefix
         elif remembered is not None and update.version:
@@ -289,3 +383,51 @@ class SqlSessionStore:
         """Forget the session and its messages; ``False`` if there was none."""
         self._cache.pop(session_id, None)
         return await self._engine.transaction(delete_steps(session_id)) > 0
+
+    async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Write a new checkpoint, and forget the expired ones.
+
+        Raises:
+            NotSerializable: if its state, metadata or settings cannot be stored.
+        """
+        await self._engine.transaction(save_steps(checkpoint))
+
+    async def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        """The checkpoint as stored, or ``None``."""
+        rows = await self._engine.transaction(_read_steps(checkpoint_id))
+        return _checkpoint(rows)
+
+    async def claim_checkpoint(
+        self, checkpoint_id: str, claim: str, until: float, now: float
+    ) -> Checkpoint | None:
+        """Claim the checkpoint unless it is done or claimed; it as stored now."""
+        rows = await self._engine.transaction(claim_steps(checkpoint_id, claim, until, now))
+        return _checkpoint(rows)
+
+    async def change_checkpoint(self, change: CheckpointChange) -> ChangeResult:
+        """Apply ``change`` whole, in one transaction, if its claim holds."""
+        row = _checkpoint_row(change.checkpoint)
+        follow = None if change.follow is None else _insert(change.follow)
+        update = change.session
+        commit, values = (None, {}) if update is None else self._commit_steps(update)
+        try:
+            result, written = await self._engine.transaction(
+                change_steps(change, row, commit, follow)
+            )
+        except SessionMovedOn:
+            return "conflict"
+        if update is not None and written is not None:
+            self._remember(update, written, values)
+        return result
+
+
+def _read_steps(checkpoint_id: str) -> Steps[list[tuple[Any, ...]]]:
+    rows: list[tuple[Any, ...]] = yield Step(READ_CHECKPOINT, (checkpoint_id,), "all")
+    return rows
+
+
+def _checkpoint(rows: list[tuple[Any, ...]]) -> Checkpoint | None:
+    if not rows:
+        return None
+    body, claim, until = rows[0]
+    return decode_checkpoint(body, str(claim), float(until))

@@ -64,6 +64,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID""",
         "CREATE INDEX fncore_messages_by_version ON fncore_messages (session_id, version)",
     ),
+    (  # 1 -> 2
+        """CREATE TABLE fncore_checkpoints (
+            id TEXT PRIMARY KEY NOT NULL,
+            stage TEXT NOT NULL,
+            claim TEXT NOT NULL,
+            claim_until REAL NOT NULL,
+            expires REAL NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX fncore_checkpoints_by_expiry ON fncore_checkpoints (expires)",
+    ),
 )
 """Step ``i`` brings the schema from version ``i`` to ``i + 1``; each runs in a transaction."""
 

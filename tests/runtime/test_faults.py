@@ -94,7 +94,7 @@ async def test_a_wrong_value_is_a_middleware_error_naming_everything(
     assert type(error) is MiddlewareError
     assert (error.position, error.middleware) == (position, "wrong")
     assert "returned " in error.message
-    assert "Failure(Terminate(...)) or Failure(AgentError)" in error.message
+    assert "Failure(Terminate(...)), Failure(Pause(...)) or Failure(AgentError)" in error.message
 
 
 async def test_the_langchain_cache_port_is_told_to_wrap_the_text() -> None:

@@ -42,7 +42,12 @@ async def test_the_schema_is_created_with_its_version(postgres_url: str) -> None
     await store.aclose()
     assert execute(postgres_url, "SELECT version FROM fncore_schema") == [(SCHEMA_VERSION,)]
     tables = execute(postgres_url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-    assert sorted(t for (t,) in tables) == ["fncore_messages", "fncore_schema", "fncore_sessions"]
+    assert sorted(t for (t,) in tables) == [
+        "fncore_checkpoints",
+        "fncore_messages",
+        "fncore_schema",
+        "fncore_sessions",
+    ]
 
 
 async def test_processes_starting_together_migrate_once(postgres_url: str) -> None:
