@@ -3,7 +3,12 @@
 from fncore.runtime._agent import Agent, Prompt
 from fncore.runtime._di import Provide, Provider, list_provider
 from fncore.runtime._scope import current_metadata, current_run
-from fncore.runtime._sessions import InMemorySessionStore, SessionStore
+from fncore.runtime._sessions import (
+    InMemorySessionStore,
+    SessionCatalog,
+    SessionInfo,
+    SessionStore,
+)
 from fncore.runtime._stack import StackDescription
 from fncore.runtime._stream import RunStream
 
@@ -14,6 +19,8 @@ __all__ = [
     "Provide",
     "Provider",
     "RunStream",
+    "SessionCatalog",
+    "SessionInfo",
     "SessionStore",
     "StackDescription",
     "current_metadata",

@@ -32,6 +32,7 @@ from typing import Any, Literal, Protocol, TypeAlias, TypeVar, final
 from cachetools import LRUCache
 
 from fncore.core import Message, Session, SessionUpdate
+from fncore.runtime import SessionInfo
 from fncore.session_stores._codec import (
     decode_message,
     decode_state,
@@ -75,6 +76,7 @@ INSERT_MESSAGE = "INSERT INTO fncore_messages (session_id, seq, version, body) V
 READ_PREFIX = "SELECT seq, body FROM fncore_messages WHERE session_id = ? AND seq < ? ORDER BY seq"
 DELETE_MESSAGES = "DELETE FROM fncore_messages WHERE session_id = ?"
 DELETE_SESSION = "DELETE FROM fncore_sessions WHERE id = ?"
+LIST_SESSIONS = "SELECT id, version, length FROM fncore_sessions"
 
 Fetch: TypeAlias = Literal["rowcount", "all", "many"]
 """What a step wants back: the number of rows changed, every row, or nothing (many rows in)."""
@@ -151,6 +153,17 @@ def delete_steps(session_id: str) -> Steps[int]:
     yield Step(DELETE_MESSAGES, (session_id,), "rowcount")
     deleted: int = yield Step(DELETE_SESSION, (session_id,), "rowcount")
     return deleted
+
+
+def list_steps() -> Steps[list[SessionInfo]]:
+    """The statement that lists the sessions; returns them sorted by id.
+
+    Sorted here, not by ``ORDER BY``: PostgreSQL would order by its database's collation,
+    and the order must be the same in every store (Python's, by code point).
+    """
+    rows = yield Step(LIST_SESSIONS, (), "all")
+    found = [SessionInfo(str(row[0]), int(row[1]), int(row[2])) for row in rows]
+    return sorted(found, key=lambda info: info.id)
 
 
 def _missing(session_id: str, seq: int) -> SessionStoreCorrupt:
@@ -289,3 +302,11 @@ class SqlSessionStore:
         """Forget the session and its messages; ``False`` if there was none."""
         self._cache.pop(session_id, None)
         return await self._engine.transaction(delete_steps(session_id)) > 0
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session stored (id, version, number of messages), sorted by id.
+
+        Raises:
+            SessionStoreError: if the store cannot be read (see the subclasses).
+        """
+        return await self._engine.transaction(list_steps())
