@@ -17,6 +17,7 @@ it (``~/.local/share/fncore`` on Linux, honouring ``XDG_DATA_HOME``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,23 +56,71 @@ class SessionUrl:
     """SQLite's ``synchronous`` setting (``sqlite`` only)."""
 
 
+_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*:(?P<password>[^?#]*)@")
+"""A password in a URL that `urlsplit` cannot read: up to the last ``@`` before the query
+(it may hold an unencoded ``/``, or the host may be malformed)."""
+
+_QUOTED = re.compile(r"(['\"])(.*?)\1")
+
+REDACTED = "[redacted]"
+"""What a password is shown as."""
+
+
+def _password(url: str) -> str | None:
+    """The password in ``url`` as written (not decoded), or ``None``."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if not password:
+        found = _USERINFO.match(url)
+        password = found["password"] if found is not None else None
+    return password or None
+
+
 def redact_password(url: str) -> str:
     """``url`` with its password, if any, replaced by ``[redacted]``.
+
+    A URL too malformed to parse has its password found by pattern, so it is hidden too.
 
     Example:
         >>> redact_password("postgresql://app:hunter2@db:5432/app")
         'postgresql://app:[redacted]@db:5432/app'
+        >>> redact_password("postgresql://app:hunter2@[db/app")
+        'postgresql://app:[redacted]@[db/app'
     """
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
+    password = _password(url)
+    if password is None:
         return url
-    if not password:
-        return url
-    user = parts.username or ""
-    netloc = parts.netloc.replace(f"{user}:{password}@", f"{user}:[redacted]@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    return url.replace(f":{password}@", f":{REDACTED}@", 1)
+
+
+def hide_password(text: str, url: str) -> str:
+    """``text`` (a parser's or driver's message about ``url``) with the URL's password hidden.
+
+    The password is hidden as written and as decoded, and so is any quoted piece of it:
+    parsers quote the part of a URL they cannot read, which may be part of a password.
+
+    Example:
+        >>> hide_password('bad token: "pa%zz"', "postgresql://app:pa%zz@db/app")
+        'bad token: "[redacted]"'
+        >>> hide_password("not a port: 'pa'", "postgresql://app:pa/ss@db/app")
+        "not a port: '[redacted]'"
+    """
+    password = _password(url)
+    if password is None:
+        return text
+    forms = sorted({password, unquote(password)}, key=len, reverse=True)
+    for form in forms:
+        text = text.replace(form, REDACTED)
+
+    def piece(quoted: re.Match[str]) -> str:
+        inside = quoted[2]
+        if inside and any(inside in form for form in forms):
+            return f"{quoted[1]}{REDACTED}{quoted[1]}"
+        return quoted[0]
+
+    return _QUOTED.sub(piece, text)
 
 
 def session_url_problem(url: str) -> str | None:
@@ -98,21 +147,22 @@ def parse_session_url(url: str) -> SessionUrl:
         >>> parse_session_url("memory://").kind
         'memory'
     """
+    shown = redact_password(url)  # what messages show: never the password
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        msg = f"{redact_password(url)!r} is not a valid URL ({exc}); use {FORMS}"
+        msg = f"{shown!r} is not a valid URL ({hide_password(str(exc), url)}); use {FORMS}"
         raise ValueError(msg) from None
     scheme = parts.scheme.lower()
     if scheme == "memory":
         if parts.netloc or parts.path or parts.query or parts.fragment:
-            msg = f"memory:// takes no host, path or options, not {url!r}"
+            msg = f"memory:// takes no host, path or options, not {shown!r}"
             raise ValueError(msg)
         return SessionUrl("memory", url)
     if scheme == "sqlite":
         if parts.netloc:
-            name = parts.netloc + parts.path
+            name = shown.split("://", 1)[1]
             msg = (
                 f"a sqlite URL has no host: write sqlite:///{name} (relative) or "
                 "sqlite:////abs/path (absolute)"
@@ -120,26 +170,28 @@ def parse_session_url(url: str) -> SessionUrl:
             raise ValueError(msg)
         path = unquote(parts.path[1:])
         if not path or path.endswith("/"):
-            msg = f"{url!r} names no file: write sqlite:///path/to/sessions.db"
+            msg = f"{shown!r} names no file: write sqlite:///path/to/sessions.db"
             raise ValueError(msg)
         options = parse_qs(parts.query, keep_blank_values=True)
         unknown = sorted(set(options) - {"synchronous"})
         if unknown or parts.fragment:
             what = f"option {unknown[0]!r}" if unknown else "fragment (#...)"
-            msg = f"{url!r}: a sqlite URL takes no {what}; its one option is ?synchronous="
+            msg = f"{shown!r}: a sqlite URL takes no {what}; its one option is ?synchronous="
             raise ValueError(msg)
         synchronous = options.get("synchronous", ["full"])[-1].lower()
         if synchronous not in ("full", "normal"):
-            msg = f"{url!r}: synchronous must be full or normal, not {synchronous!r}"
+            msg = f"{shown!r}: synchronous must be full or normal, not {synchronous!r}"
             raise ValueError(msg)
         mode: Literal["full", "normal"] = "normal" if synchronous == "normal" else "full"
         return SessionUrl("sqlite", url, Path(path), mode)
     if scheme in ("postgresql", "postgres"):
+        if parts.netloc.count("@") > 1:
+            msg = f"{shown!r}: the user or password holds an '@'; write it as %40"
+            raise ValueError(msg)
         if port == 0:
-            msg = f"{redact_password(url)!r}: the port must be between 1 and 65535"
+            msg = f"{shown!r}: the port must be between 1 and 65535"
             raise ValueError(msg)
         return SessionUrl("postgresql", url)
-    shown = redact_password(url)
     what = f"scheme {scheme!r}" if scheme else "no scheme"
     msg = f"{shown!r} has {what}; use {FORMS}"
     raise ValueError(msg)

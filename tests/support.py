@@ -1,8 +1,12 @@
-"""Helpers shared by the test modules: typed tools, unwrapping, and tool-call checks."""
+"""Helpers shared by the test modules: typed tools, unwrapping, tool-call checks, the CLI."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from returns.result import Result, Success
@@ -66,4 +70,21 @@ def follow_up(response: ModelResponse, tools: tuple[ToolSpec, ...]) -> ModelRequ
     results = tuple(ToolResultPart(c.id, c.name, "ok") for c in response.tool_calls)
     return ModelRequest(
         (Message.user("go"), response.message, Message("tool", results)), tools=tools
+    )
+
+
+def run_fncore(
+    home: Path, *args: str, environ: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``fncore`` script in a subprocess, with ``FNCORE_HOME=home``.
+
+    The runner's own ``FNCORE_*`` variables are left out; ``environ`` adds variables.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FNCORE_")}
+    env["FNCORE_HOME"] = str(home)
+    env.update(environ or {})
+    script = Path(sys.executable).parent / "fncore"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "fncore.cli"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, env=env, timeout=120, check=False
     )

@@ -5,20 +5,28 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn, TypeAlias
 
-from fncore import ConfigError, RegistrationError
-from fncore.cli._commands import RunFailed, overrides, run_command, stack_command
+from fncore import ConfigError, RegistrationError, SessionStoreError
+from fncore.cli._commands import overrides, run_command, stack_command
+from fncore.cli._errors import CommandFailed
+from fncore.cli._sessions import ACTIONS, list_command, session_command
 
 PROG = "fncore"
 
 EXIT_OK = 0
 """Success."""
 EXIT_FAILED = 1
-"""Bad configuration, a stack that cannot be built, or a run that returned ``Failure``."""
+"""Bad configuration, a stack that cannot be built, a session store that cannot be used, an
+unknown session, or a run that returned ``Failure``."""
 EXIT_USAGE = 2
 """A bad command line."""
+EXIT_INTERRUPTED = 130
+"""Interrupted (Ctrl-C), as a shell reports a process ended by ``SIGINT``."""
+
+Command: TypeAlias = Callable[[argparse.Namespace, Mapping[str, Any]], int]
+"""A command: the parsed arguments and the configuration overrides in, the exit status out."""
 
 
 class UsageError(Exception):
@@ -39,7 +47,7 @@ def _version() -> str:
         return "unknown"
 
 
-def _add_shared(parser: argparse.ArgumentParser, *, top: bool) -> None:
+def _add_shared(parser: argparse.ArgumentParser, *, top: bool, model: bool = True) -> None:
     # Accepted before and after the command; a subcommand's absent option must not reset
     # the value given before it, hence SUPPRESS there.
     default: Any = None if top else argparse.SUPPRESS
@@ -49,6 +57,8 @@ def _add_shared(parser: argparse.ArgumentParser, *, top: bool) -> None:
         default=default,
         help="configuration file (.toml, .yaml or .yml); FNCORE_* variables also apply",
     )
+    if not model:
+        return
     parser.add_argument(
         "--provider",
         metavar="NAME",
@@ -69,11 +79,46 @@ def _add_shared(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
+def _session_name(text: str) -> str:
+    if not text.strip():
+        msg = "a session name must not be empty"
+        raise argparse.ArgumentTypeError(msg)
+    return text
+
+
+def _add_sessions(commands: Any) -> None:
+    sessions = commands.add_parser(
+        "sessions",
+        help="list, show or delete the sessions of the configured store",
+        description=(
+            "The sessions of the store that [sessions] url names (by default sessions.db in "
+            "fncore's data directory: $FNCORE_HOME, else the user's data directory)."
+        ),
+    )
+    _add_shared(sessions, top=False, model=False)
+    actions = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
+    listing = actions.add_parser(
+        "list", help="one line per session: its name, messages and version, by name"
+    )
+    _add_shared(listing, top=False, model=False)
+    helps = {
+        "show": "print the conversation of the session NAME",
+        "delete": "forget the session NAME and its messages",
+    }
+    for action in ACTIONS:
+        one = actions.add_parser(action, help=helps[action])
+        one.add_argument("name", metavar="NAME", type=_session_name, help="the session's name")
+        _add_shared(one, top=False, model=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``fncore`` argument parser, with its ``run`` and ``stack`` commands."""
+    """The ``fncore`` argument parser, with its ``run``, ``stack`` and ``sessions`` commands."""
     parser = _Parser(
         prog=PROG,
-        description="Run fncore's example agent, or show its middleware stack.",
+        description=(
+            "Run fncore's example agent, show its middleware stack, or look after the "
+            "sessions it keeps."
+        ),
         epilog="The trace of what each middleware saw goes to stderr; answers go to stdout.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
@@ -96,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the run's OpenTelemetry spans to stderr (needs fncore[otel])",
     )
+    run.add_argument(
+        "--session",
+        metavar="NAME",
+        type=_session_name,
+        help="continue the session NAME (made if new) and save this turn to it",
+    )
     _add_shared(run, top=False)
     stack = commands.add_parser(
         "stack",
@@ -103,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the example agent's onion: each position's middleware, outermost first.",
     )
     _add_shared(stack, top=False)
+    _add_sessions(commands)
     return parser
 
 
@@ -115,6 +167,36 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _run(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    run_command(
+        args.prompt,
+        config=args.config,
+        settings=settings,
+        stream=args.stream,
+        spans=args.trace,
+        session=args.session,
+    )
+    return EXIT_OK
+
+
+def _stack(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    stack_command(config=args.config, settings=settings)
+    return EXIT_OK
+
+
+def _sessions(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    shared: dict[str, Any] = {"config": args.config, "settings": settings, "out": sys.stdout}
+    if args.sessions_command == "list":
+        list_command(**shared)
+    else:
+        session_command(args.sessions_command, args.name, **shared)
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {"run": _run, "stack": _stack, "sessions": _sessions}
+"""Each command's function, by name (a new command is a parser entry and one line here)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``fncore`` command line.
 
@@ -122,8 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: The arguments, without the program name; by default ``sys.argv[1:]``.
 
     Returns:
-        The exit status: 0 on success, 1 for bad configuration or a failed run, 2 for a
-        bad command line.
+        The exit status: 0 on success, 1 for bad configuration, an unusable session store,
+        an unknown session or a failed run, 2 for a bad command line.
     """
     parser = build_parser()
     try:
@@ -131,27 +213,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         if args.command is None:
-            parser.error("a command is required: run or stack")
+            parser.error(f"a command is required: {', '.join(COMMANDS)}")
+        if args.command == "sessions" and args.sessions_command is None:
+            parser.error("a sessions action is required: list, show NAME or delete NAME")
     except UsageError as exc:
         return _fail(f"{exc} (see '{PROG} --help')", EXIT_USAGE)
     except SystemExit as exc:  # --help and --version exit through argparse
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     settings = overrides(args.provider, args.model, args.base_url)
     try:
-        if args.command == "run":
-            run_command(
-                args.prompt,
-                config=args.config,
-                settings=settings,
-                stream=args.stream,
-                spans=args.trace,
-            )
-        else:
-            stack_command(config=args.config, settings=settings)
-    except (ConfigError, RegistrationError, RunFailed) as exc:
+        return COMMANDS[args.command](args, settings)
+    except (ConfigError, RegistrationError, SessionStoreError, CommandFailed) as exc:
         return _fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return _fail("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # never a traceback: say what broke, on one line
         return _fail(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
-    return EXIT_OK

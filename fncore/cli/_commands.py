@@ -1,4 +1,4 @@
-"""The commands: ``run`` (answer a prompt) and ``stack`` (show the onion)."""
+"""The commands: ``run`` (answer a prompt, perhaps in a session) and ``stack`` (the onion)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from fncore import (
     TextDelta,
     load_container,
 )
+from fncore.cli._errors import CommandFailed
 from fncore.cli._example import build_example_agent
+from fncore.cli._sessions import open_store
 from fncore.cli._trace import Trace
 from fncore.middleware import trace as trace_builtin
 
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 
-class RunFailed(Exception):
+class RunFailed(CommandFailed):
     """The run returned ``Failure``; the message is the error's text."""
 
 
@@ -103,18 +105,20 @@ def _unwrap(outcome: Result[RunResult, AgentError]) -> RunResult:
     return outcome.unwrap()
 
 
-async def run_prompt(agent: Agent, prompt: str, out: TextIO) -> None:
-    """Run ``prompt`` and print the final answer.
+async def run_prompt(agent: Agent, prompt: str, out: TextIO, session_id: str | None = None) -> None:
+    """Run ``prompt`` (in the session ``session_id``, if given) and print the final answer.
 
     Raises:
         RunFailed: if the run returns ``Failure``.
     """
-    result = _unwrap(await agent.run(prompt))
+    result = _unwrap(await agent.run(prompt, session_id=session_id))
     print(result.output, file=out, flush=True)
 
 
-async def stream_prompt(agent: Agent, prompt: str, out: TextIO) -> None:
-    """Run ``prompt`` streaming: print text deltas as they arrive, then a newline.
+async def stream_prompt(
+    agent: Agent, prompt: str, out: TextIO, session_id: str | None = None
+) -> None:
+    """Run ``prompt`` streaming (in a session, if given): print text deltas, then a newline.
 
     When the last round streamed no text (a middleware terminated the run, or a required
     tool call ended it) the final answer is printed instead, so stdout always ends with it.
@@ -124,7 +128,7 @@ async def stream_prompt(agent: Agent, prompt: str, out: TextIO) -> None:
     """
     streamed = ""
     printed = False
-    async for event in agent.stream(prompt):
+    async for event in agent.stream(prompt, session_id=session_id):
         if isinstance(event, RoundStarted):
             streamed = ""
         elif isinstance(event, TextDelta):
@@ -150,14 +154,19 @@ def run_command(
     settings: Mapping[str, Any],
     stream: bool,
     spans: bool = False,
+    session: str | None = None,
 ) -> None:
     """``fncore run``: build the example agent and answer ``prompt`` on stdout.
 
     With ``spans`` (``--trace``), the run's OpenTelemetry spans are printed to stderr too.
+    With ``session``, the run continues that session of the configured store (which is
+    opened first, so a store that cannot be used fails before the model is called), and
+    commits the turn to it.
 
     Raises:
         ConfigError: for bad configuration, or ``--trace`` without the OpenTelemetry SDK.
         RegistrationError: if the stack cannot be built.
+        SessionStoreError: if ``session`` is given and the store cannot be opened.
         RunFailed: if the run returns ``Failure``.
     """
     provider = span_provider() if spans else None
@@ -165,8 +174,10 @@ def run_command(
     action = stream_prompt if stream else run_prompt
 
     async def run_then_close() -> None:
-        async with container:  # closes the model's connections at the end
-            await action(agent, prompt, sys.stdout)
+        async with container:  # closes the model's connections and the store at the end
+            if session is not None:
+                await open_store(agent.sessions)
+            await action(agent, prompt, sys.stdout, session)
 
     try:
         asyncio.run(run_then_close())

@@ -3,7 +3,13 @@
 from fncore.runtime._agent import Agent, Prompt
 from fncore.runtime._di import Provide, Provider, list_provider
 from fncore.runtime._scope import current_metadata, current_run
-from fncore.runtime._sessions import CheckpointStore, InMemorySessionStore, SessionStore
+from fncore.runtime._sessions import (
+    CheckpointStore,
+    InMemorySessionStore,
+    SessionCatalog,
+    SessionInfo,
+    SessionStore,
+)
 from fncore.runtime._stack import StackDescription
 from fncore.runtime._stream import RunStream
 
@@ -15,6 +21,8 @@ __all__ = [
     "Provide",
     "Provider",
     "RunStream",
+    "SessionCatalog",
+    "SessionInfo",
     "SessionStore",
     "StackDescription",
     "current_metadata",

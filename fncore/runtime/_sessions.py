@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Protocol, final, runtime_checkable
 
@@ -165,6 +165,12 @@ class InMemorySessionStore:
             self._checkpoints[change.follow.id] = _kept(change.follow)
         return "ok"
 
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session stored, sorted by id."""
+        return [
+            SessionInfo(s.id, s.version, len(s.messages)) for _, s in sorted(self._sessions.items())
+        ]
+
 
 def _kept(checkpoint: Checkpoint) -> Checkpoint:
     """``checkpoint`` with its own copy of its (mutable) state values."""
@@ -174,3 +180,43 @@ def _kept(checkpoint: Checkpoint) -> Checkpoint:
         session_state=MappingProxyType(copy.deepcopy(dict(checkpoint.session_state))),
         metadata=MappingProxyType(copy.deepcopy(dict(checkpoint.metadata))),
     )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What `SessionCatalog.list_sessions` tells about one session, without its messages.
+
+    Example:
+        >>> SessionInfo("ada", version=2, message_count=8)
+        SessionInfo(id='ada', version=2, message_count=8)
+    """
+
+    id: str
+    """The session's id."""
+    version: int
+    """How many runs have committed to it."""
+    message_count: int
+    """How many messages its history holds."""
+
+
+@runtime_checkable
+class SessionCatalog(SessionStore, Protocol):
+    """A `SessionStore` that can also list its sessions and delete one.
+
+    Every store fncore makes is one (`InMemorySessionStore`, `SqliteSessionStore`,
+    `PostgresSessionStore`); ``fncore sessions`` needs one. A store of your own needs only
+    `SessionStore`'s two methods to run agents; add these two to browse it too.
+
+    Example:
+        >>> isinstance(InMemorySessionStore(), SessionCatalog)
+        True
+    """
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session stored, sorted by id."""
+        ...
+
+    async def delete(self, session_id: str) -> bool:
+        """Forget the session; ``False`` if there was none."""
+        ...

@@ -14,7 +14,7 @@ import asyncio
 import math
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
-from fncore._session_url import redact_password
+from fncore._session_url import hide_password, redact_password
 from fncore.session_stores._errors import (
     NotASessionStore,
     SessionStoreUnavailable,
@@ -170,7 +170,8 @@ class _Postgres:
         try:
             psycopg.conninfo.conninfo_to_dict(conninfo)
         except psycopg.ProgrammingError as exc:
-            msg = f"session store URL {redact_password(conninfo)!r}: {exc}"
+            detail = hide_password(" ".join(str(exc).split()), conninfo)
+            msg = f"session store URL {redact_password(conninfo)!r}: {detail}"
             raise ConfigError(msg) from None
         self.conninfo = conninfo
         self._sizes = (max(min_size, 1), max(max_size, min_size, 1))
@@ -184,7 +185,7 @@ class _Postgres:
         return max(2, math.ceil(self._timeout))
 
     def _unavailable(self, exc: Exception) -> SessionStoreUnavailable:
-        detail = " ".join(str(exc).split())
+        detail = hide_password(" ".join(str(exc).split()), self.conninfo)
         msg = (
             f"cannot reach the session store {redact_password(self.conninfo)!r}: {detail}; "
             "check that PostgreSQL runs there and sessions.url"

@@ -45,6 +45,7 @@ from fncore.core import (
     Session,
     SessionUpdate,
 )
+from fncore.runtime import SessionInfo
 from fncore.session_stores._codec import (
     decode_checkpoint,
     decode_message,
@@ -90,6 +91,7 @@ INSERT_MESSAGE = "INSERT INTO fncore_messages (session_id, seq, version, body) V
 READ_PREFIX = "SELECT seq, body FROM fncore_messages WHERE session_id = ? AND seq < ? ORDER BY seq"
 DELETE_MESSAGES = "DELETE FROM fncore_messages WHERE session_id = ?"
 DELETE_SESSION = "DELETE FROM fncore_sessions WHERE id = ?"
+LIST_SESSIONS = "SELECT id, version, length FROM fncore_sessions"
 
 INSERT_CHECKPOINT = """
 INSERT INTO fncore_checkpoints (id, stage, claim, claim_until, expires, body)
@@ -231,6 +233,17 @@ def change_steps(
     if follow is not None:
         yield follow
     return "ok", written
+
+
+def list_steps() -> Steps[list[SessionInfo]]:
+    """The statement that lists the sessions; returns them sorted by id.
+
+    Sorted here, not by ``ORDER BY``: PostgreSQL would order by its database's collation,
+    and the order must be the same in every store (Python's, by code point).
+    """
+    rows = yield Step(LIST_SESSIONS, (), "all")
+    found = [SessionInfo(str(row[0]), int(row[1]), int(row[2])) for row in rows]
+    return sorted(found, key=lambda info: info.id)
 
 
 def _missing(session_id: str, seq: int) -> SessionStoreCorrupt:
@@ -419,6 +432,14 @@ class SqlSessionStore:
         if update is not None and written is not None:
             self._remember(update, written, values)
         return result
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session stored (id, version, number of messages), sorted by id.
+
+        Raises:
+            SessionStoreError: if the store cannot be read (see the subclasses).
+        """
+        return await self._engine.transaction(list_steps())
 
 
 def _read_steps(checkpoint_id: str) -> Steps[list[tuple[Any, ...]]]:

@@ -18,7 +18,9 @@ from fncore import (
     Message,
     Registry,
     Session,
+    SessionCatalog,
     SessionConflict,
+    SessionInfo,
     SessionStore,
     SessionUpdate,
     ToolCallPart,
@@ -95,6 +97,21 @@ async def test_delete_forgets_a_session(store: Any, sid: str) -> None:
     assert again is not None
     assert again.version == 1
     assert texts(again) == ["b"]
+
+
+async def test_list_sessions_tells_ids_versions_and_lengths(store: Any) -> None:
+    """``list_sessions`` lists every session, sorted by code point, and forgets deleted ones."""
+    assert isinstance(store, SessionCatalog)
+    assert await store.list_sessions() == []
+    for sid in ("b", "\xe9t\xe9", "B", "a b"):
+        await store.commit(SessionUpdate(sid, 0, 0, (Message.user("hi"), Message.assistant("hi"))))
+    await store.commit(SessionUpdate("b", 1, 1, (Message.user("again"),)))
+    await store.delete("B")
+    assert await store.list_sessions() == [
+        SessionInfo("a b", 1, 2),
+        SessionInfo("b", 2, 2),
+        SessionInfo("\xe9t\xe9", 1, 2),
+    ]
 
 
 updates = st.lists(

@@ -115,3 +115,49 @@ def test_passwords_are_redacted() -> None:
     assert redact_password("postgresql://a@h/d") == "postgresql://a@h/d"
     assert redact_password("postgresql://h:x/d") == "postgresql://h:x/d"  # no password
     assert redact_password("postgresql://[oops/d") == "postgresql://[oops/d"  # not a URL
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:s3cr/et@db/app",  # an unencoded '/': the parser sees a port 's3cr'
+        "postgresql://app:s3cret@[db/app",  # a malformed host
+        "postgres://app:s3@cret@db/app",  # an unencoded '@'
+        "memory://app:s3cret@db",
+        "sqlite://app:s3cret@db/s.db",
+        "redis://app:s3cret@db",
+    ],
+)
+def test_a_malformed_url_never_shows_its_password(url: str) -> None:
+    """However a URL is malformed, its message shows no piece of its password."""
+    with pytest.raises(ConfigError) as raised:
+        load_container(environ={"FNCORE_SESSIONS__URL": url})
+    message = str(raised.value)
+    assert "[redacted]" in message
+    assert "s3" not in message
+    assert "cr" not in message
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgresql://app:s3%zzcret@db/app", 'invalid percent-encoded token: "[redacted]"'),
+        (
+            "postgresql://app:s3 cret@db/app",
+            'unexpected spaces found in "[redacted]", use percent-encoded spaces (%20) instead',
+        ),
+    ],
+)
+def test_what_libpq_cannot_read_is_shown_without_the_password(url: str, says: str) -> None:
+    """The token libpq quotes when it cannot read it is hidden when it is the password."""
+    with pytest.raises(ConfigError) as raised:
+        open_session_store(url)
+    message = str(raised.value)
+    assert message == f"session store URL 'postgresql://app:[redacted]@db/app': {says}"
+
+
+def test_the_password_is_redacted_even_where_the_url_does_not_parse() -> None:
+    """A URL urlsplit refuses, or reads without a password, still has its password hidden."""
+    assert redact_password("postgresql://a:b@[h/d") == "postgresql://a:[redacted]@[h/d"
+    assert redact_password("postgresql://a:b/c@h/d") == "postgresql://a:[redacted]@h/d"
+    assert redact_password("postgresql://h:5432/d?x=a@b") == "postgresql://h:5432/d?x=a@b"
