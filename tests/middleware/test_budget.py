@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import BARRIER, PRELUDE, config_error, configured, outcome_of, run_processes
+from helpers import config_error, configured, outcome_of
+from processes import BARRIER, PRELUDE, run_processes
 from returns.result import Success
 
 from fncore import (
