@@ -68,3 +68,15 @@ def postgres_url(postgres_server_url: str) -> Iterator[str]:
     """The URL of a new, empty database on the session's PostgreSQL, dropped after the test."""
     with postgres_database(postgres_server_url) as url:
         yield url
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def sessions_url(request: pytest.FixtureRequest) -> str:
+    """Where the agents of a multi-process test keep their sessions.
+
+    ``memory``: each process its own; ``postgres``: one new database that every process shares.
+    """
+    if request.param == "memory":
+        return "memory://"
+    url: str = request.getfixturevalue("postgres_url")
+    return url

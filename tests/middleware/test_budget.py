@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import BARRIER, PRELUDE, config_error, configured, outcome_of, run_processes
+from helpers import config_error, configured, outcome_of
+from processes import BARRIER, PRELUDE, run_processes
 from returns.result import Success
 
 from fncore import (
@@ -307,17 +308,21 @@ asyncio.run(main())
 
 @pytest.mark.parametrize("exit", ["end", "error"])
 async def test_four_processes_never_exceed_a_session_budget_on_redis(
-    redis_url: str, exit: str
+    redis_url: str, exit: str, sessions_url: str
 ) -> None:
     """Four processes, 15 concurrent runs of one session each, 100 tokens for the session.
 
-    Each call spends 5: exactly 20 calls are made between them, and not one more.
+    Each call spends 5: exactly 20 calls are made between them, and not one more. Every run
+    commits, is refused or conflicts; the session (in each process's memory, or one for all
+    in PostgreSQL) holds each committed run once.
     """
     script = (
         PRELUDE
         + BARRIER
         + """
-from fncore import Agent, BudgetExceeded, Message, ModelResponse, Usage
+from fncore import (
+    Agent, BudgetExceeded, Message, ModelResponse, SessionConflict, Usage, open_session_store
+)
 from fncore.middleware import budget
 from fncore.testing import FunctionModel
 
@@ -328,7 +333,7 @@ async def answer(request):
 
 
 async def main():
-    url, exit = sys.argv[1], sys.argv[2]
+    url, exit, sessions_url = sys.argv[1], sys.argv[2], sys.argv[3]
     registry = budget(
         tokens_per_reply=None,
         tokens_per_session=100,
@@ -337,21 +342,40 @@ async def main():
         exit=exit,
     )
     model = FunctionModel(answer)
-    agent = Agent(model, registry=registry)
+    sessions = open_session_store(sessions_url)
+    agent = Agent(model, registry=registry, sessions=sessions)
     await barrier(url, "start", 4)
     outcomes = await asyncio.gather(*(agent.run("hi", session_id="shared") for _ in range(15)))
     await registry.aclose()
-    refused = sum(isinstance(o.swap().value_or(None), BudgetExceeded) for o in outcomes)
-    print(json.dumps([len(model.requests), refused]))
+    errors = [o.swap().value_or(None) for o in outcomes]
+    refused = sum(isinstance(e, BudgetExceeded) for e in errors)
+    conflicts = sum(isinstance(e, SessionConflict) for e in errors)
+    await barrier(url, "done", 4)
+    session = await sessions.load("shared")
+    if hasattr(sessions, "aclose"):
+        await sessions.aclose()
+    print(json.dumps([
+        len(model.requests),
+        refused,
+        errors.count(None),
+        conflicts,
+        0 if session is None else session.version,
+        0 if session is None else len(session.messages),
+    ]))
 
 
 asyncio.run(main())
 """
     )
-    counts = await run_processes(script, redis_url, exit, count=4)
-    calls, refused = (sum(column) for column in zip(*counts, strict=True))
-    assert calls == 20
-    assert refused == (60 - 20 if exit == "error" else 0)
+    counts = await run_processes(script, redis_url, exit, sessions_url, count=4)
+    calls, refused, committed, conflicts, versions, lengths = zip(*counts, strict=True)
+    assert sum(calls) == 20
+    assert sum(refused) == (60 - 20 if exit == "error" else 0)
+    assert [sum(runs) for runs in zip(refused, committed, conflicts, strict=True)] == [15] * 4
+    # one session for all: every process sees every commit; one each: its own
+    shared = sessions_url.startswith("postgresql")
+    assert versions == ((sum(committed),) * 4 if shared else committed)
+    assert lengths == tuple(2 * v for v in versions)  # each commit: a prompt, an answer
     store = RedisStore(redis_url)
     assert await store.incr("budget.tokens_per_session:shared", 0.0) == 100.0
     await store.aclose()

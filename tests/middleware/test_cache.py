@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PRELUDE, config_error, configured, outcome_of, run_processes
+from helpers import config_error, configured, outcome_of
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from processes import PRELUDE, run_processes
 from returns.result import Success
 
 from fncore import (

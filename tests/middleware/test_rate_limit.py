@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import BARRIER, PRELUDE, config_error, configured, outcome_of, run_processes
+from helpers import config_error, configured, outcome_of
+from processes import BARRIER, PRELUDE, run_processes
 from returns.result import Success
 
 from fncore import (
@@ -73,56 +74,69 @@ async def test_requests_over_the_rate_are_refused_exactly(store: str, streaming:
     await registry.aclose()
 
 
-async def test_four_processes_on_one_redis_admit_exactly_the_quota(redis_url: str) -> None:
+async def test_four_processes_on_one_redis_admit_exactly_the_quota(
+    redis_url: str, sessions_url: str
+) -> None:
     """Four processes on one Redis, one rate of 20 per 2-second window: exactly 20 pass.
 
-    Then, the window past: 40 calls that may wait all pass, 20 of them after waiting.
+    Then, the window past: 40 calls that may wait all pass, 20 of them after waiting. Each
+    run has its own session, in its process's memory or in one PostgreSQL: every run that
+    passed committed it, and no refused one did.
     """
     script = (
         PRELUDE
         + BARRIER
         + """
-from fncore import Agent, RateLimitExceeded
+from fncore import Agent, RateLimitExceeded, open_session_store
 from fncore.middleware import rate_limit
 from fncore.testing import TestModel
 
 
 async def main():
-    url, index = sys.argv[1], int(sys.argv[2])
+    url, sessions_url, index = sys.argv[1], sys.argv[2], int(sys.argv[3])
     refusing = rate_limit(requests_per_minute=20, window=2, max_wait=0, store=url)
     waiting = rate_limit(requests_per_minute=20, window=2, max_wait=30, store=url)
     model = TestModel()
+    sessions = open_session_store(sessions_url)
+    names = [f"{index}.burst.{i}" for i in range(15)] + [f"{index}.wait.{i}" for i in range(10)]
+
+    async def run(registry, name):
+        agent = Agent(model, registry=registry, sessions=sessions)
+        return await agent.run(name, session_id=name)
+
     await barrier(url, "burst", 4)
-    burst = await asyncio.gather(
-        *(Agent(model, registry=refusing).run(f"{index}.{i}") for i in range(15))
-    )
+    burst = await asyncio.gather(*(run(refusing, name) for name in names[:15]))
     errors = [o.failure() for o in burst if o.value_or(None) is None]
     assert all(isinstance(e, RateLimitExceeded) for e in errors), errors
     assert all(e.limit == "requests_per_minute" and 0 < e.retry_after <= 2 for e in errors)
     await barrier(url, "burst done", 4)
     await asyncio.sleep(2.5)  # the window is past for every process
     await barrier(url, "wait", 4)
-    waited = await asyncio.gather(
-        *(Agent(model, registry=waiting).run(f"{index}.{i}") for i in range(10))
-    )
+    waited = await asyncio.gather(*(run(waiting, name) for name in names[15:]))
     await refusing.aclose()
     await waiting.aclose()
+    passed = [o.value_or(None) is not None for o in (*burst, *waited)]
+    saved = [await sessions.load(name) is not None for name in names]
+    if hasattr(sessions, "aclose"):
+        await sessions.aclose()
     print(json.dumps([
         len(burst) - len(errors),
         len(errors),
         sum(o.value_or(None) is not None for o in waited),
         len(model.requests),
+        sum(p != s for p, s in zip(passed, saved)),
     ]))
 
 
 asyncio.run(main())
 """
     )
-    counts = await run_processes(script, redis_url, count=4)
-    admitted, refused, waited, calls = (sum(column) for column in zip(*counts, strict=True))
+    counts = await run_processes(script, redis_url, sessions_url, count=4)
+    admitted, refused, waited, calls, unsaved = (sum(c) for c in zip(*counts, strict=True))
     assert (admitted, refused) == (20, 40)  # of 60 calls at once, the quota passed
     assert waited == 40  # of 40 calls that may wait: 20 at once, 20 when the window moved
     assert calls == 20 + 40  # every admitted call reached the model, no refused one did
+    assert unsaved == 0  # a session for every run that passed, none for a refused one
 
 
 async def test_a_short_window_admits_its_quota_again_once_past(store: str) -> None:

@@ -39,9 +39,15 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 @pytest.fixture(params=DURABLE)
-async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh database of each durable kind (PostgreSQL: a new database)."""
+    return _url(request, tmp_path)
+
+
+@pytest.fixture
+async def durable(durable_url: str) -> AsyncIterator[StoreFactory]:
     """Makes stores on one database (as a restarted process, or another one, would)."""
-    url = _url(request, tmp_path)
+    url = durable_url
     made: list[Any] = []
 
     def make() -> Any:

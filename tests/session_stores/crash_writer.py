@@ -1,8 +1,9 @@
-"""Commits turns to a SQLite session store until killed (run by test_sqlite_crash.py).
+"""Commits turns to a session store until killed (run by test_crash.py).
 
-Usage: ``python crash_writer.py PATH SESSIONS``. Each turn appends `PER_TURN` messages to one
-of ``SESSIONS`` sessions (in turn), numbered so that a reader can check every one is there,
-and sets the state to the turn's number. After each commit it prints ``<session> <version>``.
+Usage: ``python crash_writer.py URL SESSIONS``, with the store's URL. Each turn appends
+`PER_TURN` messages to one of ``SESSIONS`` sessions (in turn), numbered so that a reader can
+check every one is there, and sets the state to the turn's number. After each commit it
+prints ``<session> <version>``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from fncore import Message, SessionUpdate, SqliteSessionStore
+from fncore import Message, SessionUpdate, open_session_store
 
 PER_TURN = 40
 """Messages per commit: enough that a kill often lands inside a transaction."""
@@ -22,8 +23,8 @@ def text(session_id: str, version: int, index: int) -> str:
     return f"{session_id}/{version}/{index}/{FILLER}"
 
 
-async def main(path: str, sessions: int) -> None:
-    store = SqliteSessionStore(path)
+async def main(url: str, sessions: int) -> None:
+    store = open_session_store(url)
     turn = 0
     while True:
         session_id = f"s{turn % sessions}"
