@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeAlias
 
-from fncore import ConfigError, RegistrationError, SessionStoreError
-from fncore.cli._commands import overrides, run_command, stack_command
+from fncore import Approve, ConfigError, RegistrationError, Reject, SessionStoreError
+from fncore.cli._commands import Waiting, overrides, resume_command, run_command, stack_command
 from fncore.cli._errors import CommandFailed
 from fncore.cli._sessions import ACTIONS, list_command, session_command
 
@@ -22,6 +22,9 @@ EXIT_FAILED = 1
 unknown session, or a run that returned ``Failure``."""
 EXIT_USAGE = 2
 """A bad command line."""
+EXIT_PAUSED = 3
+"""The run paused for approval and nobody was at a terminal to decide: the last line of
+stdout is the checkpoint id, for ``fncore resume``."""
 EXIT_INTERRUPTED = 130
 """Interrupted (Ctrl-C), as a shell reports a process ended by ``SIGINT``."""
 
@@ -155,6 +158,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_shared(stack, top=False)
     _add_sessions(commands)
+    resume = commands.add_parser(
+        "resume",
+        help="finish a run that paused for approval",
+        description=(
+            "Finish a run of the example agent that paused for approval (its checkpoint id "
+            "was the last line 'fncore run' printed), deciding every waiting call."
+        ),
+    )
+    resume.add_argument("checkpoint", metavar="CHECKPOINT", help="the paused run's checkpoint id")
+    decision = resume.add_mutually_exclusive_group(required=True)
+    decision.add_argument("--approve", action="store_true", help="run the waiting calls")
+    decision.add_argument("--reject", action="store_true", help="refuse the waiting calls")
+    resume.add_argument(
+        "--message",
+        metavar="TEXT",
+        help="with --reject: what the model is told (default: the user rejected the call)",
+    )
+    _add_shared(resume, top=False)
     return parser
 
 
@@ -193,7 +214,21 @@ def _sessions(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
-COMMANDS: dict[str, Command] = {"run": _run, "stack": _stack, "sessions": _sessions}
+def _resume(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    if args.message is not None and not args.reject:
+        msg = "--message goes with --reject"
+        raise UsageError(msg)
+    decision = Approve() if args.approve else Reject(*([args.message] if args.message else []))
+    resume_command(args.checkpoint, decision, config=args.config, settings=settings)
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {
+    "run": _run,
+    "stack": _stack,
+    "sessions": _sessions,
+    "resume": _resume,
+}
 """Each command's function, by name (a new command is a parser entry and one line here)."""
 
 
@@ -205,7 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 1 for bad configuration, an unusable session store,
-        an unknown session or a failed run, 2 for a bad command line.
+        an unknown session or a failed run, 2 for a bad command line, 3 for a run that
+        paused for approval with nobody at a terminal (stdout's last line is the
+        checkpoint id).
     """
     parser = build_parser()
     try:
@@ -223,6 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = overrides(args.provider, args.model, args.base_url)
     try:
         return COMMANDS[args.command](args, settings)
+    except UsageError as exc:
+        return _fail(f"{exc} (see '{PROG} --help')", EXIT_USAGE)
+    except Waiting:
+        return EXIT_PAUSED
     except (ConfigError, RegistrationError, SessionStoreError, CommandFailed) as exc:
         return _fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from returns.result import Failure, Result
@@ -12,8 +13,12 @@ from returns.result import Failure, Result
 from fncore import (
     Agent,
     AgentError,
+    Approve,
     ConfigError,
     Container,
+    Decision,
+    Edit,
+    Reject,
     RoundStarted,
     RunCompleted,
     RunResult,
@@ -33,6 +38,14 @@ if TYPE_CHECKING:
 
 class RunFailed(CommandFailed):
     """The run returned ``Failure``; the message is the error's text."""
+
+
+class Waiting(Exception):
+    """The run paused for a human; its checkpoint id was printed as stdout's last line."""
+
+    def __init__(self, checkpoint_id: str) -> None:
+        super().__init__(checkpoint_id)
+        self.checkpoint_id = checkpoint_id
 
 
 def to_stderr(line: str) -> None:
@@ -105,13 +118,71 @@ def _unwrap(outcome: Result[RunResult, AgentError]) -> RunResult:
     return outcome.unwrap()
 
 
+def _ask(request: Any, ask: Callable[[str], str]) -> Decision:
+    """A decision on ``request`` from the person at the terminal."""
+    offered = [k for k in ("approve", "reject", "edit") if k in request.allowed]
+    keys = "/".join(f"[{k[0]}]{k[1:]}" for k in offered)
+    while True:
+        answer = ask(f"{request.description} {keys}: ").strip().lower()
+        if answer in {"a", "approve"} and "approve" in offered:
+            return Approve()
+        if answer in {"r", "reject"} and "reject" in offered:
+            reason = ask("Why (empty: no reason)? ").strip()
+            return Reject(reason) if reason else Reject()
+        if answer in {"e", "edit"} and "edit" in offered:
+            try:
+                edited = json.loads(ask("New arguments (JSON object): "))
+            except ValueError:
+                edited = None
+            if isinstance(edited, dict):
+                return Edit(edited)
+            print("Not a JSON object; try again.", file=sys.stderr, flush=True)
+
+
+async def settle(
+    agent: Agent,
+    result: RunResult,
+    out: TextIO,
+    ask: Callable[[str], str] | None,
+) -> RunResult:
+    """Handle a paused ``result``: decide at the terminal (``ask``), else stop waiting.
+
+    Raises:
+        Waiting: when nobody can decide here (no terminal); the checkpoint id is printed
+            as the last line of ``out``, each pending request on stderr.
+        RunFailed: if a resume returns ``Failure``.
+    """
+    while result.paused is not None:
+        paused = result.paused
+        if ask is None:
+            for request in paused.requests:
+                allowed = ", ".join(request.allowed)
+                print(
+                    f"waiting: {request.description} (call {request.call_id}; {allowed})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            print(paused.checkpoint_id, file=out, flush=True)
+            raise Waiting(paused.checkpoint_id)
+        decisions = {r.call_id: _ask(r, ask) for r in paused.requests}
+        result = _unwrap(await agent.resume(paused.checkpoint_id, decisions))
+    return result
+
+
+def terminal_asker() -> Callable[[str], str] | None:
+    """``input`` when a person is at the terminal (stdin and stdout are TTYs), else ``None``."""
+    return input if sys.stdin.isatty() and sys.stdout.isatty() else None
+
+
 async def run_prompt(agent: Agent, prompt: str, out: TextIO, session_id: str | None = None) -> None:
     """Run ``prompt`` (in the session ``session_id``, if given) and print the final answer.
 
     Raises:
         RunFailed: if the run returns ``Failure``.
+        Waiting: if it paused for approval with nobody at a terminal to decide.
     """
     result = _unwrap(await agent.run(prompt, session_id=session_id))
+    result = await settle(agent, result, out, terminal_asker())
     print(result.output, file=out, flush=True)
 
 
@@ -141,6 +212,11 @@ async def stream_prompt(
                 out.write("\n")
                 out.flush()
             result = _unwrap(event.outcome)
+            if result.paused is not None:
+                if printed:
+                    out.write("\n")
+                result = await settle(agent, result, out, terminal_asker())
+                streamed = ""
             if not streamed:
                 out.write(result.output)
             out.write("\n")
@@ -184,6 +260,37 @@ def run_command(
     finally:
         if provider is not None:
             provider.shutdown()
+
+
+def resume_command(
+    checkpoint_id: str,
+    decision: Decision,
+    *,
+    config: str | None,
+    settings: Mapping[str, Any],
+) -> None:
+    """``fncore resume``: finish a paused run of the example agent with ``decision``.
+
+    Every waiting call gets ``decision``. The answer goes to stdout; if the run pauses
+    again, it is handled as ``fncore run`` does.
+
+    Raises:
+        ConfigError: for bad configuration.
+        RegistrationError: if the stack cannot be built.
+        SessionStoreError: if the store cannot be opened.
+        RunFailed: if the resume returns ``Failure`` (an unknown checkpoint, say).
+        Waiting: if the run paused again with nobody at a terminal to decide.
+    """
+    container, agent = example_agent(config, settings)
+
+    async def resume_then_close() -> None:
+        async with container:
+            await open_store(agent.sessions)
+            result = _unwrap(await agent.resume(checkpoint_id, decision))
+            result = await settle(agent, result, sys.stdout, terminal_asker())
+            print(result.output, flush=True)
+
+    asyncio.run(resume_then_close())
 
 
 def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:

@@ -229,7 +229,7 @@ def _damaged(path: Path) -> None:
     [
         (_text_file, "is not a SQLite database (another kind of file, or a damaged one)"),
         (_foreign, "is a SQLite database of another application, not a session store"),
-        (_newer, "has version 99, and this fncore reads up to 1: a newer fncore wrote it"),
+        (_newer, "has version 99, and this fncore reads up to 2: a newer fncore wrote it"),
         (_damaged, "is damaged (database disk image is malformed): restore it from a backup"),
     ],
     ids=["text-file", "foreign-sqlite", "newer-schema", "damaged"],
