@@ -56,9 +56,12 @@ Predicate = Callable[[ToolCallContext], bool]
 """Whether a call needs approval."""
 
 
-def _describe(description: str | Callable[[ToolCallContext], str]) -> Callable[..., str]:
+def _describe(
+    description: str | Callable[[ToolCallContext], str],
+) -> Callable[[ToolCallContext, str], str]:
+    """The request's description as a function of the call's context and its JSON arguments."""
     if callable(description):
-        return description
+        return lambda ctx, arguments: description(ctx)
     return lambda ctx, arguments: description.format(tool=ctx.tool.name, arguments=arguments)
 
 

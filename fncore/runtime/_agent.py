@@ -64,6 +64,7 @@ from fncore.core import (
     UnknownRequest,
     open_calls,
 )
+from fncore.core._checks import timeout_problem
 from fncore.core._contexts import RunRecord
 from fncore.core._fold import short_repr
 from fncore.core._loop import LoopSettings, terminated_after
@@ -132,6 +133,8 @@ class Agent:
 
     Raises:
         RegistrationError: if the registry holds a mistake; the message says what to fix.
+        ValueError: if ``checkpoint_ttl`` or ``resume_lease`` is not a positive, finite
+            number of seconds.
 
     Example:
         >>> import asyncio
@@ -175,6 +178,13 @@ class Agent:
         checkpoint_ttl: float = 7 * _DAY,
         resume_lease: float = 60.0,
     ) -> None:
+        for setting, seconds in (
+            ("checkpoint_ttl", checkpoint_ttl),
+            ("resume_lease", resume_lease),
+        ):
+            problem = timeout_problem(seconds, setting)
+            if problem is not None:
+                raise ValueError(problem)
         self.name = name
         """The agent's name, for traces and logs."""
         self._owned: list[object] = []
