@@ -141,7 +141,7 @@ async def main() -> None:
     assert_type(outcome.map(lambda r: r.output), Result[str, AgentError])
     assert_type(
         outcome.unwrap().stop_reason,
-        Literal["completed", "tool_required", "terminated", "awaiting_tools"],
+        Literal["completed", "tool_required", "terminated", "awaiting_tools", "paused"],
     )
     stream = agent.stream("hi")
     assert_type(stream, RunStream)
