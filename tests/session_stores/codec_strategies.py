@@ -1,6 +1,6 @@
-"""Hypothesis strategies of what stores keep, and `canon` to compare what they read back.
+"""What stores keep: hypothesis strategies of it, `canon` to compare it, a checkpoint.
 
-Shared by the codec tests of messages, state and checkpoints.
+Shared by the codec tests of messages, state and checkpoints, and the checkpoint contract.
 """
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fncore import (
+    Checkpoint,
     DataPart,
     Message,
+    PendingRequest,
     ReasoningPart,
+    ResumePoint,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -100,3 +103,25 @@ def canon(value: object) -> object:
         fields = dataclasses.fields(value)
         return (kind.__qualname__, tuple((f.name, canon(getattr(value, f.name))) for f in fields))
     return (kind.__name__, value)
+
+
+def a_checkpoint(**changes: Any) -> Checkpoint:
+    """A checkpoint of a run paused on one tool call (``changes`` replace its fields)."""
+    call = ToolCallPart("call_1", "add", '{"a":1}')
+    turn = Message("assistant", (call,))
+    fields: dict[str, Any] = {
+        "id": "cp",
+        "run_id": "run-1",
+        "agent": "agent",
+        "config": "c0nf",
+        "created": 1.0,
+        "expires": 2.0,
+        "session_id": "s",
+        "session_version": 0,
+        "input": (Message.user("hi"),),
+        "point": ResumePoint((Message.user("hi"), turn), (turn,), 1, calls=((call, None),)),
+        "requests": (PendingRequest("call_1", "add", {"a": 1}),),
+        "state": {"calls": [1]},
+    }
+    fields.update(changes)
+    return Checkpoint(**fields)

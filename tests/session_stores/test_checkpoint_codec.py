@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from codec_strategies import Point, calls, canon, messages, results, text, values
+from codec_strategies import Point, a_checkpoint, calls, canon, messages, results, text, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -133,32 +133,19 @@ def test_every_checkpoint_round_trips_exactly(checkpoint: Checkpoint) -> None:
     assert canon(decoded) == canon(checkpoint)
 
 
-def small(**changes: Any) -> Checkpoint:
-    """A checkpoint of a run paused on one tool call (``changes`` replace its fields)."""
-    call = Message.assistant("")
-    fields: dict[str, Any] = {
-        "id": "cp",
-        "run_id": "run-1",
-        "agent": "agent",
-        "config": "c0nf",
-        "created": 1.0,
-        "expires": 2.0,
-        "session_id": "s",
-        "session_version": 0,
-        "input": (Message.user("hi"),),
-        "point": ResumePoint((Message.user("hi"), call), (call,), 1),
-        "requests": (PendingRequest("call_1", "add", {"a": 1}),),
-        "state": {"calls": 1},
-        "decisions": {"call_1": Approve()},
-        "outcome": RunResult("3", (Message.assistant("3"),), stop_reason="completed"),
-    }
-    fields.update(changes)
-    return Checkpoint(**fields)
+def finished() -> Checkpoint:
+    """A checkpoint whose resumed reply ended: with its decisions and outcome."""
+    return a_checkpoint(
+        stage="done",
+        decisions={"call_1": Approve()},
+        key="k3y",
+        outcome=RunResult("3", (Message.assistant("3"),), stop_reason="completed"),
+    )
 
 
 def test_a_record_from_a_newer_fncore_is_refused() -> None:
     """A higher format version is `SessionSchemaTooNew`, not misread."""
-    record = json.loads(encode_checkpoint(small()))
+    record = json.loads(encode_checkpoint(a_checkpoint()))
     record["v"] = CHECKPOINT_FORMAT + 1
     with pytest.raises(SessionSchemaTooNew, match="upgrade fncore") as raised:
         decode_checkpoint(json.dumps(record), "", 0.0)
@@ -205,7 +192,7 @@ def dropped(name: str) -> Callable[[dict[str, Any]], None]:
 )
 def test_a_damaged_record_is_corrupt(damage: Callable[[dict[str, Any]], None]) -> None:
     """A record that does not decode as a checkpoint is `SessionStoreCorrupt`."""
-    record = json.loads(encode_checkpoint(small()))
+    record = json.loads(encode_checkpoint(finished()))
     damage(record)
     with pytest.raises(SessionStoreCorrupt, match="a stored checkpoint cannot be read"):
         decode_checkpoint(json.dumps(record), "", 0.0)
@@ -239,7 +226,7 @@ def test_a_record_that_is_no_checkpoint_at_all_is_corrupt(record: str | bytes) -
 def test_what_cannot_be_stored_is_named(changes: dict[str, Any], where: str) -> None:
     """`NotSerializable`, saying which value of which part of the checkpoint cannot be stored."""
     with pytest.raises(NotSerializable) as raised:
-        encode_checkpoint(small(**changes))
+        encode_checkpoint(a_checkpoint(**changes))
     assert str(raised.value).startswith("a checkpoint cannot be stored: ")
     assert where in str(raised.value)
     assert str(raised.value).count("session state") <= 1  # said once, where it applies
@@ -250,4 +237,4 @@ def test_a_state_that_contains_itself_is_not_serializable() -> None:
     loop: list[object] = []
     loop.append(loop)
     with pytest.raises(NotSerializable, match="contains itself"):
-        encode_checkpoint(small(state={"k": loop}))
+        encode_checkpoint(a_checkpoint(state={"k": loop}))
