@@ -168,7 +168,7 @@ def _type_name(cls: type, where: str) -> str:
         same = False
     if not same:
         msg = (
-            f"session state {where} holds a {cls.__qualname__}, a dataclass that cannot be "
+            f"{where} holds a {cls.__qualname__}, a dataclass that cannot be "
             f"found again by its name {name!r}: define it at module level"
         )
         raise NotSerializable(msg)
@@ -211,7 +211,7 @@ def _encode_value(value: object, where: str) -> Any:
         }
         return _tagged("dataclass", type=name, fields=fields)
     msg = (
-        f"session state {where} holds a {kind.__module__}.{kind.__qualname__}, which cannot "
+        f"{where} holds a {kind.__module__}.{kind.__qualname__}, which cannot "
         "be stored: keep None, bool, int, float, str, bytes, list, tuple, set, frozenset, "
         "dict, or module-level dataclasses of those"
     )
@@ -262,7 +262,7 @@ def encode_state(state: Mapping[str, object]) -> str:
         '{"v":1,"values":{"seen":{"$":"tuple","items":["a","b"]}}}'
     """
     try:
-        values = {key: _encode_value(value, repr(key)) for key, value in state.items()}
+        values = {key: _encode_value(v, f"session state {key!r}") for key, v in state.items()}
     except RecursionError:
         msg = "session state is nested too deeply (or holds a value that contains itself)"
         raise NotSerializable(msg) from None
@@ -492,6 +492,15 @@ def _read_result(doc: Any) -> RunResult:
     )
 
 
+def _read_time(doc: Any) -> float:
+    """A time as ``_encode_value`` wrote it (tagged if infinite: a checkpoint never expires)."""
+    value = _decode_value(doc)
+    if type(value) is not float and type(value) is not int:
+        msg = f"a time must be a number, not {value!r}"
+        raise _Unreadable(msg)
+    return float(value)
+
+
 def encode_checkpoint(checkpoint: Checkpoint) -> str:
     """The JSON record of ``checkpoint`` (all but its claim, which stores keep in columns).
 
@@ -507,8 +516,8 @@ def encode_checkpoint(checkpoint: Checkpoint) -> str:
             "run_id": c.run_id,
             "agent": c.agent,
             "config": c.config,
-            "created": c.created,
-            "expires": c.expires,
+            "created": _encode_value(c.created, "created"),
+            "expires": _encode_value(c.expires, "expires"),
             "session_id": c.session_id,
             "session_version": c.session_version,
             "input": _messages(c.input),
@@ -524,12 +533,12 @@ def encode_checkpoint(checkpoint: Checkpoint) -> str:
             "key": c.key,
             "outcome": None if c.outcome is None else _result(c.outcome),
         }
-    except TypeError as exc:
+        return _dumps(record)
+    except (TypeError, ValueError) as exc:  # ValueError: a setting that is NaN or infinite
         raise NotSerializable(f"a checkpoint cannot be stored: {exc}") from None
     except RecursionError:
         msg = "a checkpoint's state is nested too deeply (or holds a value that contains itself)"
         raise NotSerializable(msg) from None
-    return _dumps(record)
 
 
 def decode_checkpoint(text: str | bytes, claim: str, claim_until: float) -> Checkpoint:
@@ -550,8 +559,8 @@ def decode_checkpoint(text: str | bytes, claim: str, claim_until: float) -> Chec
             run_id=str(r["run_id"]),
             agent=str(r["agent"]),
             config=str(r["config"]),
-            created=float(r["created"]),
-            expires=float(r["expires"]),
+            created=_read_time(r["created"]),
+            expires=_read_time(r["expires"]),
             session_id=None if r["session_id"] is None else str(r["session_id"]),
             session_version=int(r["session_version"]),
             input=_read_messages(r["input"]),
@@ -571,7 +580,7 @@ def decode_checkpoint(text: str | bytes, claim: str, claim_until: float) -> Chec
         )
     except (
         ValueError,
-        KeyError,
+        LookupError,  # KeyError, and IndexError for a short list
         TypeError,
         AttributeError,
         ImportError,
