@@ -301,7 +301,7 @@ async def test_unknown_expired_and_mismatched_checkpoints() -> None:
         registry=registry,
         tools=[files.delete_file, files.read_file],
         sessions=store,
-        checkpoint_ttl=0.0,
+        checkpoint_ttl=1e-6,  # expired by the time it is resumed
     )
     stale = await paused(short)
     assert stale.paused is not None
