@@ -383,3 +383,50 @@ async def test_called_directly_the_tool_function_runs_the_agent() -> None:
 def test_usage_type_is_exported() -> None:
     """Usage adds up (used by the roll-up)."""
     assert Usage(requests=1) + Usage(requests=2) == Usage(requests=3)
+
+
+def test_bad_as_tool_arguments_are_registration_errors() -> None:
+    """A bad name, max_depth or timeout fails at build with a message saying what to fix."""
+    import pytest
+
+    from fncore import RegistrationError
+
+    agent = Agent(child_model(), registry=Registry(), name="researcher")
+    with pytest.raises(RegistrationError, match="not valid"):
+        agent.as_tool(name="bad name!")
+    with pytest.raises(RegistrationError, match="max_depth"):
+        agent.as_tool(max_depth=0)
+    with pytest.raises(RegistrationError, match="timeout"):
+        agent.as_tool(timeout=-1)
+
+
+async def test_a_failing_agent_called_directly_raises() -> None:
+    """The tool's function, called by hand on a failing agent, raises its error."""
+    import pytest
+
+    broken = Agent(
+        FunctionModel(lambda r: ModelError(message="model down")), registry=Registry()
+    ).as_tool(name="broken")
+    with pytest.raises(RuntimeError, match="model down"):
+        await broken.function(prompt="hi")  # type: ignore[misc]
+
+
+async def test_a_streamed_child_pause_surfaces_and_resumes_streaming() -> None:
+    """The child's RunPaused reaches the stream tagged; a streamed resume finishes both."""
+    from fncore import RunPaused
+
+    files = Files()
+    parent = Agent(lead_model("cleaner"), registry=Registry(), tools=[deleter(files).as_tool()])
+    stream = parent.stream("go")
+    events = [event async for event in stream]
+    child_paused = [
+        e for e in events if isinstance(e, SubagentEvent) and isinstance(e.event, RunPaused)
+    ]
+    assert [e.agent for e in child_paused] == ["cleaner"]
+    paused = run_ok(await stream.result()).paused
+    assert paused is not None
+    resumed = parent.resume_stream(paused.checkpoint_id, Approve())
+    seen = [event async for event in resumed]
+    assert any(isinstance(e, SubagentEvent) for e in seen)
+    assert run_ok(await resumed.result()).output == "lead got: cleaner: deleted a.txt"
+    assert files.deleted == ["a.txt"]
