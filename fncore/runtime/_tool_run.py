@@ -99,15 +99,10 @@ class ToolRunner:
         try:
             if type(function) is Delegate:
                 child = function.call(run, call, args.prompt, self._subagent_hooks)  # type: ignore[attr-defined]
-                if timeout is None:
-                    return await child
-                scope = asyncio.timeout(timeout)
-                try:
-                    async with scope:
+                try:  # the child's run returns its failures: a TimeoutError is the scope's
+                    async with asyncio.timeout(timeout):
                         return await child
                 except TimeoutError:
-                    if not scope.expired():
-                        raise
                     return ToolResult(f"Tool {name!r} timed out after {timeout}s.", True)
             if tool.inline:
                 value = tool.function(**tool.keywords(args))
