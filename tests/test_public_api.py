@@ -39,6 +39,8 @@ FNCORE = {
     "ResumePoint", "CheckpointError", "CheckpointNotFound", "CheckpointExpired",
     "CheckpointBusy", "CheckpointMismatch", "DecisionError", "UnknownRequest",
     "DecisionMissing", "DecisionNotAllowed", "DecisionConflict",
+    "SubagentEvent", "SubagentStart", "SubagentEnd", "SubagentError", "SubagentCycle",
+    "SubagentDepthExceeded",
 }  # fmt: skip
 
 TESTING = {

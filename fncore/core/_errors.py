@@ -39,6 +39,9 @@ an expected outcome. Every error says what failed, where, and what to do about i
     │       └── DecisionConflict    it was already resumed with other decisions
     ├── ScopeRequired               a limit counted per session or per tenant, and the run
     │                               has no session (or no tenant): nothing ran
+    ├── SubagentError               a sub-agent (``Agent.as_tool``) could not be called
+    │   ├── SubagentCycle           it is already running further up the chain (A → B → A)
+    │   └── SubagentDepthExceeded   the chain of agents calling agents is too deep
     └── LimitExceeded               a configured limit stopped the run (built-in middleware)
         ├── CallLimitExceeded       too many model or tool calls (``limit_calls``)
         ├── BudgetExceeded          the token or cost budget is spent (``budget``)
@@ -383,6 +386,33 @@ class ScopeRequired(AgentError):
     """The limit that needs the scope, as configured (``model_calls_per_session``, ...)."""
     scope: Literal["session", "shared"] = "session"
     """What the run lacks: a session, or the metadata naming its share of a shared store."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentError(AgentError):
+    """A sub-agent (an agent called as a tool, ``Agent.as_tool``) could not be called.
+
+    Its own failures are not this: they become an error result the calling model can react
+    to. This ends the whole run, at every level of the chain.
+    """
+
+    agent: str = ""
+    """The sub-agent's tool name."""
+    chain: tuple[str, ...] = ()
+    """The agents calling one another, outermost first, ending with the one refused."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentCycle(SubagentError):
+    """The sub-agent is already running further up the chain: A calls B calls A."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentDepthExceeded(SubagentError):
+    """The chain of agents calling agents is deeper than the tool's ``max_depth``."""
+
+    max_depth: int = 0
+    """The deepest chain allowed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -89,6 +89,24 @@ class RunPaused:
 
 
 @final
+@value
+@dataclass(frozen=True, slots=True)
+class SubagentEvent:
+    """An event of a sub-agent (``Agent.as_tool``), surfacing in its caller's stream.
+
+    Nested sub-agents nest: an event of C, called by B, called by A, reaches A's consumer
+    as ``SubagentEvent("b", ..., SubagentEvent("c", ..., event))``.
+    """
+
+    agent: str
+    """The sub-agent's tool name."""
+    call_id: str
+    """The id of the tool call running it (tells two calls of one sub-agent apart)."""
+    event: StreamEvent
+    """The sub-agent's event, as its own stream would have yielded it."""
+
+
+@final
 @dataclass(frozen=True, slots=True)
 class RunCompleted:
     """The last event of a stream: how the run ended."""
@@ -109,6 +127,7 @@ StreamEvent: TypeAlias = (
     | GuardTripped
     | RunPaused
     | RunCompleted
+    | SubagentEvent
 )
 """Everything ``Agent.stream`` yields."""
 
@@ -124,6 +143,7 @@ STREAM_EVENT_TYPES: frozenset[type] = frozenset(
         ToolResultReady,
         GuardTripped,
         RunPaused,
+        SubagentEvent,
     }
 )
 """The types an event map may return (every stream event but the final `RunCompleted`)."""
@@ -210,12 +230,58 @@ class ErrorRaised:
     """The error."""
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class SubagentStart:
+    """Hook event: a sub-agent (``Agent.as_tool``) is starting, or resuming, for a call."""
+
+    run: RunInfo
+    """The calling run."""
+    agent: str
+    """The sub-agent's tool name."""
+    call: ToolCallPart
+    """The call that runs it."""
+    prompt: str
+    """What it is asked (empty when it resumes from a pause)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SubagentEnd:
+    """Hook event: a sub-agent ended (answered, failed or paused)."""
+
+    run: RunInfo
+    """The calling run."""
+    agent: str
+    """The sub-agent's tool name."""
+    call: ToolCallPart
+    """The call that ran it."""
+    outcome: Result[RunResult, AgentError]
+    """How the sub-agent's run ended, as its own ``run`` returned it."""
+
+
 HookEventName: TypeAlias = Literal[
-    "run_start", "run_end", "round_start", "tool_start", "tool_end", "compaction", "error"
+    "run_start",
+    "run_end",
+    "round_start",
+    "tool_start",
+    "tool_end",
+    "compaction",
+    "error",
+    "subagent_start",
+    "subagent_end",
 ]
 """The lifecycle events hooks can observe."""
 
 HookEvent: TypeAlias = (
-    RunStart | RunEnd | RoundStart | ToolStart | ToolEnd | Compaction | ErrorRaised
+    RunStart
+    | RunEnd
+    | RoundStart
+    | ToolStart
+    | ToolEnd
+    | Compaction
+    | ErrorRaised
+    | SubagentStart
+    | SubagentEnd
 )
 """Any hook event."""

@@ -19,6 +19,8 @@ from fncore.core._events import (
     RoundStart,
     RunEnd,
     RunStart,
+    SubagentEnd,
+    SubagentStart,
     ToolEnd,
     ToolStart,
 )
@@ -78,3 +80,7 @@ CompactionHook: TypeAlias = Callable[[Compaction], Awaitable[None]]
 """Observes ``compaction``."""
 ErrorHook: TypeAlias = Callable[[ErrorRaised], Awaitable[None]]
 """Observes ``error``."""
+SubagentStartHook: TypeAlias = Callable[[SubagentStart], Awaitable[None]]
+"""Observes ``subagent_start``."""
+SubagentEndHook: TypeAlias = Callable[[SubagentEnd], Awaitable[None]]
+"""Observes ``subagent_end``."""

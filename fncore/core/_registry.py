@@ -24,6 +24,8 @@ from fncore.core._positions import (
     RunEndHook,
     RunMiddleware,
     RunStartHook,
+    SubagentEndHook,
+    SubagentStartHook,
     SystemPromptTransformer,
     ToolCallMiddleware,
     ToolEndHook,
@@ -53,6 +55,8 @@ _ToolStartH = TypeVar("_ToolStartH", bound=ToolStartHook)
 _ToolEndH = TypeVar("_ToolEndH", bound=ToolEndHook)
 _CompactionH = TypeVar("_CompactionH", bound=CompactionHook)
 _ErrorH = TypeVar("_ErrorH", bound=ErrorHook)
+_SubagentStartH = TypeVar("_SubagentStartH", bound=SubagentStartHook)
+_SubagentEndH = TypeVar("_SubagentEndH", bound=SubagentEndHook)
 _Fn = TypeVar("_Fn", bound=Callable[..., object])
 _R = TypeVar("_R")
 _Source = TypeVar("_Source", bound=Callable[[], Iterable[Tool | ToolFunction]])
@@ -406,6 +410,22 @@ class Registry:
     def hook(
         self, event: Literal["error"], *, timeout: float | None = None, name: str | None = None
     ) -> Callable[[_ErrorH], _ErrorH]: ...
+    @overload
+    def hook(
+        self,
+        event: Literal["subagent_start"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+    ) -> Callable[[_SubagentStartH], _SubagentStartH]: ...
+    @overload
+    def hook(
+        self,
+        event: Literal["subagent_end"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+    ) -> Callable[[_SubagentEndH], _SubagentEndH]: ...
     def hook(
         self, event: HookEventName, *, timeout: float | None = None, name: str | None = None
     ) -> Callable[[_Fn], _Fn]:

@@ -20,11 +20,15 @@ class StateKey(Generic[_T]):
         1
     """
 
-    __slots__ = ("default", "name")
+    __slots__ = ("default", "name", "shared")
 
-    def __init__(self, name: str, *, default: Callable[[], _T]) -> None:
+    def __init__(self, name: str, *, default: Callable[[], _T], shared: bool = False) -> None:
         self.name = name
         self.default = default
+        self.shared = shared
+        """Whether a sub-agent run as a tool (``Agent.as_tool``) reads and writes this
+        value in the reply state of the run that called it, not in its own: how limit
+        and budget counters are drawn on by a whole tree of agents."""
 
     def __repr__(self) -> str:
         return f"StateKey({self.name!r})"
@@ -39,24 +43,30 @@ class State:
     with it only when the run succeeds, so a failed run never corrupts stored state).
     """
 
-    __slots__ = ("_values",)
+    __slots__ = ("_shared", "_values")
 
-    def __init__(self, values: Mapping[str, object] | None = None) -> None:
+    def __init__(
+        self, values: Mapping[str, object] | None = None, *, parent: State | None = None
+    ) -> None:
         self._values: dict[str, object] = dict(values) if values else {}
+        self._shared: dict[str, object] = self._values if parent is None else parent._shared
+        """Where ``shared`` keys live: here, or in the outermost ``parent``'s values (a
+        sub-agent's reply state draws on its caller's)."""
 
     def get(self, key: StateKey[_T]) -> _T:
         """Return the value under ``key``, creating it from the key's default if absent."""
+        values = self._shared if key.shared else self._values
         try:
-            return self._values[key.name]  # type: ignore[return-value]
+            return values[key.name]  # type: ignore[return-value]
         except KeyError:
             value = key.default()
-            self._values[key.name] = value
+            values[key.name] = value
             return value
 
     def set(self, key: StateKey[_T], value: _T) -> None:
         """Store ``value`` under ``key``."""
-        self._values[key.name] = value
+        (self._shared if key.shared else self._values)[key.name] = value
 
     def snapshot(self) -> dict[str, object]:
-        """A shallow copy of every value, keyed by name."""
+        """A shallow copy of every value, keyed by name (shared ones only where they live)."""
         return dict(self._values)

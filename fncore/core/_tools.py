@@ -143,6 +143,7 @@ class Tool:
         "inline",
         "is_async",
         "name",
+        "source",
         "spec",
         "timeout",
     )
@@ -156,6 +157,7 @@ class Tool:
         description: str,
         timeout: float | None = None,
         inline: bool = False,
+        source: str = "function",
     ) -> None:
         if timeout is not None:
             problem = timeout_problem(timeout, f"tool {name!r}: timeout")
@@ -168,6 +170,8 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(function)
         self.inline = inline and not self.is_async
         """Whether a sync function runs directly on the event loop (not in a thread)."""
+        self.source = source
+        """Where the tool comes from, for people: ``function``, ``sub-agent NAME``, ..."""
         self._fields = tuple(args_model.model_fields)
         self._validator = args_model.__pydantic_validator__
         try:

@@ -299,7 +299,9 @@ def budget(
         ("cost_per_tenant", "cost", "shared", cost_per_tenant),
     )
     budgets = tuple(
-        _Budget(limit, meter, scope, allowed, StateKey(f"{name}.{limit}", default=float))
+        _Budget(
+            limit, meter, scope, allowed, StateKey(f"{name}.{limit}", default=float, shared=True)
+        )
         for limit, meter, scope, allowed in amounts
         if allowed is not None
     )

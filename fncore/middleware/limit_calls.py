@@ -59,7 +59,7 @@ def _counters(
 ) -> list[_Counter]:
     """The counters of the limits that are set, each under its own key in its scope."""
     return [
-        _Counter(limit, scope, allowed, StateKey(f"{name}.{limit}", default=int))
+        _Counter(limit, scope, allowed, StateKey(f"{name}.{limit}", default=int, shared=True))
         for limit, scope, allowed in limits
         if allowed is not None
     ]

@@ -78,6 +78,7 @@ from fncore.runtime._scope import _CURRENT
 from fncore.runtime._sessions import CheckpointStore, InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription, build_engine
 from fncore.runtime._stream import RunStream
+from fncore.runtime._subagent import agent_tool
 
 if TYPE_CHECKING:
     from dependency_injector import containers
@@ -296,6 +297,48 @@ class Agent:
 
         return RunStream(start)
 
+    def as_tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        share_limits: bool = True,
+        max_depth: int = 5,
+        timeout: float | None = None,
+    ) -> Tool:
+        """This agent as a tool another agent can call: a sub-agent.
+
+        The tool takes one argument, ``prompt``, and answers with this agent's output
+        text. What the child inherits from its caller is in "Sub-agents" in the docs: it
+        runs its own stack, inside the caller's ``tool_call`` middleware, with the caller's
+        metadata and trace context; its usage adds up into the caller's, it draws on the
+        caller's reply limits and budgets, its events reach the caller's stream as
+        `SubagentEvent`, and if it pauses, the caller pauses (and resumes it).
+
+        Args:
+            name: The tool's name (default: the agent's name).
+            description: What the tool does, for the calling model (default: a sentence
+                naming the agent).
+            share_limits: Count the child's ``limit_calls`` and ``budget`` in the caller's
+                reply state (default), so one limit holds for the whole reply; ``False``
+                gives the child counters of its own.
+            max_depth: The most sub-agents running inside one another, this one included;
+                deeper fails the run with `SubagentDepthExceeded`.
+            timeout: Seconds the child may take (default: the caller's ``tool_timeout``).
+
+        Raises:
+            RegistrationError: if ``name`` is not a valid tool name, ``max_depth`` is not
+                at least 1, or ``timeout`` is not a positive number of seconds.
+        """
+        return agent_tool(
+            self,
+            name=self.name if name is None else name,
+            description=description,
+            share_limits=share_limits,
+            max_depth=max_depth,
+            timeout=timeout,
+        )
+
     async def resume(
         self,
         checkpoint_id: str,
@@ -350,6 +393,7 @@ class Agent:
         decisions: Mapping[str, Decision] | Decision,
         metadata: Mapping[str, object] | None,
         emit: Emit | None,
+        shared: State | None = None,
     ) -> RunOutcome:
         store = self._sessions
         if not isinstance(store, CheckpointStore):
@@ -392,7 +436,7 @@ class Agent:
             return Failure(_conflict(claimed))
         renewing = asyncio.ensure_future(held.renew())
         try:
-            result = await self._go_on(held, decided, key, metadata, emit)
+            result = await self._go_on(held, decided, key, metadata, emit, shared)
         except BaseException:
             renewing.cancel()
             await finish(held.release())
@@ -443,6 +487,7 @@ class Agent:
         key: str,
         metadata: Mapping[str, object] | None,
         emit: Emit | None,
+        shared: State | None = None,
     ) -> RunOutcome:
         """Run the rest of a claimed checkpoint's reply, and settle the checkpoint."""
         checkpoint = held.current
@@ -484,7 +529,7 @@ class Agent:
         run = RunInfo(
             checkpoint.run_id,
             meta,
-            State(dict(checkpoint.state)),
+            State(dict(checkpoint.state), parent=shared),
             emit,
             checkpoint.session_id,
             State(dict(checkpoint.session_state)),
@@ -564,6 +609,7 @@ class Agent:
         tool_choice: ToolChoice | None,
         model_settings: ModelSettings | None,
         emit: Emit | None,
+        shared: State | None = None,
     ) -> RunOutcome:
         engine = self._engine
         new_input = _as_messages(prompt)
@@ -577,7 +623,7 @@ class Agent:
         run = RunInfo(
             f"{_RUN_PREFIX}-{next(_run_ids)}",
             meta,
-            State(),
+            State(parent=shared),
             emit,
             session_id,
             State() if session is None else session_state(session),

@@ -70,6 +70,7 @@ from fncore.core._loop import (
 from fncore.core._session import pending_calls
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._model_call import ask, checked, raised_by
+from fncore.runtime._subagent import Delegate, children_usage
 from fncore.runtime._tool_run import Halting, ToolRunner
 
 NamedLayer = tuple[str, Layer[Any, Any]]
@@ -99,6 +100,8 @@ class Hooks:
     tool_end: tuple[HookEntry, ...] = ()
     compaction: tuple[HookEntry, ...] = ()
     error: tuple[HookEntry, ...] = ()
+    subagent_start: tuple[HookEntry, ...] = ()
+    subagent_end: tuple[HookEntry, ...] = ()
 
 
 def session_state(session: Session | None) -> State:
@@ -194,6 +197,7 @@ class Engine:
     __slots__ = (
         "_compress",
         "_instructions",
+        "_looped",
         "_model_call",
         "_noted",
         "_reasoning",
@@ -239,7 +243,14 @@ class Engine:
             },
             hooks.tool_start,
             hooks.tool_end,
+            (hooks.subagent_start, hooks.subagent_end),
         )
+        self._looped = (
+            self._loop_and_children
+            if any(type(t.function) is Delegate for t in tools.values())
+            else self._loop
+        )
+        """The loop; with sub-agents among the tools, it adds up their usage at its end."""
         self._model_call: Handler[ModelCallContext, ModelResponse] | None = (
             fold_onion("model_call", layers.model_call, self._call_model, ModelResponse)
             if layers.model_call
@@ -285,7 +296,7 @@ class Engine:
         with: the input, the session and the run, as the middleware left them.
         """
         if self._run_onion is None:
-            return await self._loop(run, session, messages, tool_choice, settings)
+            return await self._looped(run, session, messages, tool_choice, settings)
         return await self._run_onion(
             RunContext(run, messages, tool_choice, settings, session, record or RunRecord())
         )
@@ -303,7 +314,7 @@ class Engine:
                 session_state=session_state(session),
             )
         record.session, record.input, record.run = session, ctx.messages, run
-        outcome = await self._loop(run, session, ctx.messages, ctx.tool_choice, ctx.settings)
+        outcome = await self._looped(run, session, ctx.messages, ctx.tool_choice, ctx.settings)
         record.outcome = outcome
         return outcome
 
@@ -387,7 +398,25 @@ class Engine:
         return await ask(target, request, None)
 
     async def _tool_layer_end(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
-        return Success(await self._tools_run.invoke(ctx.tool, ctx.args))
+        out = await self._tools_run.invoke(ctx.tool, ctx.args, ctx.run, ctx.call)
+        return Success(out) if type(out) is ToolResult else Failure(out)
+
+    async def _loop_and_children(
+        self,
+        run: RunInfo,
+        session: Session | None,
+        messages: tuple[Message, ...],
+        tool_choice: ToolChoice,
+        model_settings: ModelSettings,
+    ) -> Outcome[RunResult]:
+        """The loop, its result's usage counting what its sub-agents spent."""
+        outcome = await self._loop(run, session, messages, tool_choice, model_settings)
+        if type(outcome) is Success:
+            spent = children_usage(run)
+            if spent is not None:
+                done = outcome.unwrap()
+                return Success(replace(done, usage=done.usage + spent))
+        return outcome
 
     # -- the loop ------------------------------------------------------------------------
 

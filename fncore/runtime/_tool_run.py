@@ -31,6 +31,7 @@ from fncore.core import (
     Terminate,
     Tool,
     ToolCallContext,
+    ToolCallPart,
     ToolEnd,
     ToolResult,
     ToolResultPart,
@@ -41,6 +42,7 @@ from fncore.core import (
 from fncore.core._fold import Handler
 from fncore.core._loop import LoopSettings, Ready, Rejected
 from fncore.runtime._hooks import HookEntry, notify
+from fncore.runtime._subagent import Delegate
 
 Halting = Terminate | Pause | AgentError | None
 """What stops the loop after a call: a termination, a pause, an error, or nothing."""
@@ -58,7 +60,14 @@ def _spurious(exc: asyncio.CancelledError) -> bool:
 class ToolRunner:
     """Runs tool calls for one agent; owns the agent's worker-thread limit."""
 
-    __slots__ = ("_handlers", "_settings", "_threads", "_tool_end", "_tool_start")
+    __slots__ = (
+        "_handlers",
+        "_settings",
+        "_subagent_hooks",
+        "_threads",
+        "_tool_end",
+        "_tool_start",
+    )
 
     def __init__(
         self,
@@ -66,19 +75,35 @@ class ToolRunner:
         handlers: Mapping[str, Handler[ToolCallContext, ToolResult]],
         tool_start: tuple[HookEntry, ...],
         tool_end: tuple[HookEntry, ...],
+        subagent_hooks: tuple[tuple[HookEntry, ...], tuple[HookEntry, ...]] = ((), ()),
     ) -> None:
         self._settings = settings
         self._handlers = handlers
         self._tool_start = tool_start
         self._tool_end = tool_end
+        self._subagent_hooks = subagent_hooks
         self._threads = anyio.CapacityLimiter(settings.max_tool_threads)
 
-    async def invoke(self, tool: Tool, args: BaseModel) -> ToolResult:
-        """Call ``tool`` with ``args`` under its timeout; any failure is an error result."""
+    async def invoke(
+        self, tool: Tool, args: BaseModel, run: RunInfo, call: ToolCallPart
+    ) -> ToolResult | Pause | AgentError:
+        """Call ``tool`` with ``args`` under its timeout; any failure is an error result.
+
+        A sub-agent's tool (``Agent.as_tool``) may also pause (its child paused) or fail the
+        run (a `SubagentError`).
+        """
         settings = self._settings
         timeout = tool.timeout if tool.timeout is not None else settings.tool_timeout
         name = tool.name
+        function = tool.function
         try:
+            if type(function) is Delegate:
+                child = function.call(run, call, args.prompt, self._subagent_hooks)  # type: ignore[attr-defined]
+                try:  # the child's run returns its failures: a TimeoutError is the scope's
+                    async with asyncio.timeout(timeout):
+                        return await child
+                except TimeoutError:
+                    return ToolResult(f"Tool {name!r} timed out after {timeout}s.", True)
             if tool.inline:
                 value = tool.function(**tool.keywords(args))
             else:
@@ -133,8 +158,14 @@ class ToolRunner:
                 await notify(self._tool_start, ToolStart(run, call))
             handler = self._handlers.get(call.name)
             if handler is None:
-                result = await self.invoke(item.tool, item.args)
-                part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+                result = await self.invoke(item.tool, item.args, run, call)
+                if type(result) is ToolResult:
+                    part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+                elif type(result) is Pause:
+                    return ToolResultPart(call.id, call.name, WAITING, True), result
+                else:
+                    halt = result
+                    part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
             else:
                 out = await handler(ToolCallContext(run, call, item.tool, item.args))
                 if type(out) is Success:
