@@ -39,6 +39,7 @@ FNCORE = {
     "ResumePoint", "CheckpointError", "CheckpointNotFound", "CheckpointExpired",
     "CheckpointBusy", "CheckpointMismatch", "DecisionError", "UnknownRequest",
     "DecisionMissing", "DecisionNotAllowed", "DecisionConflict",
+    "OutputStrategy", "OutputSchema", "OutputValidationFailed", "OutputMissing",
 }  # fmt: skip
 
 TESTING = {
@@ -50,7 +51,8 @@ ADAPTER = {
     "ApiKey", "AuthenticationFailed", "BadRequest", "Client", "ConnectionFailed", "DataPart",
     "Endpoint", "EventStream", "ExceptionMapper", "FinishReason", "Message", "Model",
     "ModelError", "ModelNotFound", "ModelRequest", "ModelResponse", "ModelSettings",
-    "ModelStreamItem", "ModelTimeout", "NotExpressible", "Part", "PermissionDenied",
+    "ModelStreamItem", "ModelTimeout", "NotExpressible", "OutputSchema", "Part",
+    "PermissionDenied",
     "ProviderModel", "ProviderUnavailable", "RateLimited", "ReasoningDelta", "ReasoningPart",
     "RequireTool", "ResponseAssembler", "Role", "StreamDecoder", "StreamDelta",
     "StreamInterrupted", "TextDelta", "TextPart", "ToolCallArgsDelta", "ToolCallPart",
