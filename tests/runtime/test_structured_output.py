@@ -14,6 +14,7 @@ from typing_extensions import TypedDict
 from fncore import (
     Agent,
     Approve,
+    ConfigError,
     ModelRequest,
     OutputMissing,
     OutputValidationFailed,
@@ -386,3 +387,13 @@ def test_cache_keys_tell_typed_requests_from_text_ones() -> None:
     plain = ModelRequest(())
     typed = ModelRequest((), output_schema=OutputSchema("W", {"type": "object"}))
     assert request_key(plain, "m") != request_key(typed, "m")
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [({"output_strategy": "json"}, "output_strategy"), ({"output_retries": -1}, "output_retries")],
+)
+def test_bad_output_settings_are_one_config_error(section: dict[str, object], key: str) -> None:
+    """A wrong ``[agent]`` output setting is a ConfigError naming the key."""
+    with pytest.raises(ConfigError, match=f"config key 'agent.{key}'"):
+        load_container(overrides={"agent": section}, environ={})
