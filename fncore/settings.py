@@ -357,7 +357,7 @@ def load_settings(
 
     Example:
         >>> load_settings(environ={"FNCORE_AGENT__INSTRUCTIONS": "English #1 priority"}).agent
-        AgentConfig(instructions='English #1 priority')
+        AgentConfig(instructions='English #1 priority', output_strategy='auto', output_retries=1)
     """
     file = None if path is None else Path(path)
     env = dict(os.environ if environ is None else environ)
