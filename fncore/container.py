@@ -16,9 +16,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 from dependency_injector import containers, providers
+from typing_extensions import TypeVar as TypeVar_
 
 from fncore._session_url import default_session_url
-from fncore.core import Model, ModelSettings, RegistrationError, Registry, Tool, ToolChoice
+from fncore.core import (
+    Model,
+    ModelSettings,
+    OutputStrategy,
+    RegistrationError,
+    Registry,
+    Tool,
+    ToolChoice,
+)
 from fncore.core._loop import LoopSettings
 from fncore.core._registry import default_registry
 from fncore.core._tools import ToolFunction
@@ -32,6 +41,7 @@ logger = logging.getLogger("fncore")
 
 _C = TypeVar("_C", bound="Container")
 _T = TypeVar("_T")
+_OutputT = TypeVar_("_OutputT", default=str)
 
 PLUGIN_GROUP = "fncore.plugins"
 """Entry-point group of plugin factories: ``factory(config) -> Registry | None``."""
@@ -265,16 +275,24 @@ class AgentOptions(TypedDict, total=False):
     sessions: SessionStore
     model: Model
     name: str
+    output_strategy: OutputStrategy
+    output_retries: int
 
 
 class _Composition:
     """What a container does beyond providing: build agents and close what it built."""
 
-    def agent(self, **options: Unpack[AgentOptions]) -> Agent:
+    def agent(
+        self,
+        *,
+        output_type: type[_OutputT] = str,  # type: ignore[assignment]
+        **options: Unpack[AgentOptions],
+    ) -> Agent[_OutputT]:
         """An agent on this container's model, registry, settings, instructions and store.
 
         Any `Agent` argument given here wins over the container's; ``Provide[...]``
-        parameters of middleware are resolved from this container.
+        parameters of middleware are resolved from this container. ``output_type=T`` makes
+        an ``Agent[T]``; its strategy and retries come from ``[agent]`` in the settings.
         """
         c: Any = self
         kwargs: dict[str, Any] = {
@@ -283,6 +301,11 @@ class _Composition:
             "settings": c.loop_settings(),
             "sessions": c.sessions(),
         }
+        if output_type is not str:
+            kwargs["output_type"] = output_type
+            kwargs["output_strategy"] = c.config.agent.output_strategy() or "auto"
+            retries = c.config.agent.output_retries()
+            kwargs["output_retries"] = 1 if retries is None else retries
         kwargs.update(options)
         model = kwargs.pop("model", None)
         return Agent(c.model() if model is None else model, container=c, **kwargs)

@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, final
+from typing import Annotated, Any, ClassVar, Literal, final
 
 import yaml
 from pydantic import (
@@ -105,6 +105,11 @@ class AgentConfig(BaseModel):
 
     instructions: str = ""
     """The base system prompt, before ``system_prompt`` transformers."""
+    output_strategy: Literal["auto", "native", "tool"] = "auto"
+    """How ``container.agent(output_type=T)`` asks the model for a ``T`` (see "Structured
+    output")."""
+    output_retries: Annotated[int, Field(ge=0)] = 1
+    """How many invalid answers go back to the model before the run fails."""
 
 
 class MiddlewareEntry(BaseModel):
@@ -352,7 +357,7 @@ def load_settings(
 
     Example:
         >>> load_settings(environ={"FNCORE_AGENT__INSTRUCTIONS": "English #1 priority"}).agent
-        AgentConfig(instructions='English #1 priority')
+        AgentConfig(instructions='English #1 priority', output_strategy='auto', output_retries=1)
     """
     file = None if path is None else Path(path)
     env = dict(os.environ if environ is None else environ)

@@ -41,6 +41,7 @@ FNCORE = {
     "DecisionMissing", "DecisionNotAllowed", "DecisionConflict",
     "SubagentEvent", "SubagentStart", "SubagentEnd", "SubagentError", "SubagentCycle",
     "SubagentDepthExceeded",
+    "OutputStrategy", "OutputSchema", "OutputValidationFailed", "OutputMissing",
 }  # fmt: skip
 
 TESTING = {
@@ -52,7 +53,8 @@ ADAPTER = {
     "ApiKey", "AuthenticationFailed", "BadRequest", "Client", "ConnectionFailed", "DataPart",
     "Endpoint", "EventStream", "ExceptionMapper", "FinishReason", "Message", "Model",
     "ModelError", "ModelNotFound", "ModelRequest", "ModelResponse", "ModelSettings",
-    "ModelStreamItem", "ModelTimeout", "NotExpressible", "Part", "PermissionDenied",
+    "ModelStreamItem", "ModelTimeout", "NotExpressible", "OutputSchema", "Part",
+    "PermissionDenied",
     "ProviderModel", "ProviderUnavailable", "RateLimited", "ReasoningDelta", "ReasoningPart",
     "RequireTool", "ResponseAssembler", "Role", "StreamDecoder", "StreamDelta",
     "StreamInterrupted", "TextDelta", "TextPart", "ToolCallArgsDelta", "ToolCallPart",

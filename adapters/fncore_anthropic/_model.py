@@ -45,6 +45,9 @@ class AnthropicModel(ProviderModel[AsyncAnthropic, RawMessageStreamEvent]):
 
     __slots__ = ("_propagate", "default_max_tokens")
 
+    native_output = True
+    """Requests' `OutputSchema` goes as ``output_config.format`` (native structured output)."""
+
     def __init__(
         self,
         model: str,

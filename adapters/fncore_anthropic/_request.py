@@ -100,7 +100,33 @@ def build_kwargs(request: ModelRequest, *, model: str, default_max_tokens: int) 
             body[key] = value
     if body:
         kwargs["extra_body"] = body
+    if request.output_schema is not None:  # beside any effort settings.extra set
+        config = dict(kwargs.get("output_config") or {})
+        config["format"] = {
+            "type": "json_schema",
+            "schema": _closed(_plain(request.output_schema.schema)),
+        }
+        kwargs["output_config"] = config
     return kwargs
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with every object that lists properties closed to others.
+
+    Structured outputs require ``additionalProperties: false`` on each such object.
+
+    Example:
+        >>> _closed({"type": "object", "properties": {"a": {"type": "integer"}}})
+        {'type': 'object', 'properties': {'a': {'type': 'integer'}}, 'additionalProperties': False}
+    """
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _closed(sub) for key, sub in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
 
 
 def tool_input(call: ToolCallPart) -> dict[str, object]:

@@ -18,6 +18,10 @@ class OpenAIModelBase(ProviderModel[AsyncOpenAI, _Event]):
 
     __slots__ = ()
 
+    native_output = True
+    """Requests' `OutputSchema` goes as the API's JSON-schema format (native structured
+    output)."""
+
     def __init__(
         self,
         model: str,

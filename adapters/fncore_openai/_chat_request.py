@@ -16,7 +16,14 @@ from fncore.adapter import (
     ToolCallPart,
     ToolResultPart,
 )
-from fncore_openai._common import apply_extra, data_url, file_name, strict_parameters, unsupported
+from fncore_openai._common import (
+    apply_extra,
+    data_url,
+    file_name,
+    json_schema_format,
+    strict_parameters,
+    unsupported,
+)
 
 SystemRole: TypeAlias = Literal["system", "developer"]
 """The role that carries instructions: ``developer`` for OpenAI's reasoning models."""
@@ -67,6 +74,11 @@ def chat_arguments(
         kwargs["seed"] = settings.seed
     if settings.stop:
         kwargs["stop"] = list(settings.stop)
+    if request.output_schema is not None:
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": json_schema_format(request.output_schema),
+        }
     apply_extra(kwargs, request, create)
     return kwargs
 

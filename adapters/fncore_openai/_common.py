@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from fncore.adapter import DataPart, ModelRequest, NotExpressible, ToolSpec
+from fncore.adapter import DataPart, ModelRequest, NotExpressible, OutputSchema, ToolSpec
 
 RESERVED = frozenset({"model", "messages", "input", "stream", "instructions"})
 """Arguments the adapter sets itself; ``settings.extra`` may not replace them."""
@@ -60,6 +60,22 @@ def strict_parameters(spec: ToolSpec) -> tuple[dict[str, Any], bool]:
     if strict is None:
         return parameters, False
     return strict, True
+
+
+def json_schema_format(output: OutputSchema) -> dict[str, Any]:
+    """The ``json_schema`` format both APIs take for ``output`` (strict when it can be).
+
+    Example:
+        >>> schema = {"type": "object", "properties": {"a": {"type": "integer"}},
+        ...           "required": ["a"]}
+        >>> json_schema_format(OutputSchema("A", schema))["strict"]
+        True
+    """
+    schema, strict = strict_parameters(ToolSpec(output.name, "", output.schema, output.strict))
+    out: dict[str, Any] = {"name": output.name, "schema": schema, "strict": strict}
+    if output.description:
+        out["description"] = output.description
+    return out
 
 
 def _strict_schema(schema: object) -> Any:

@@ -17,7 +17,14 @@ from fncore.adapter import (
     ToolResultPart,
     ToolSpec,
 )
-from fncore_openai._common import apply_extra, data_url, file_name, strict_parameters, unsupported
+from fncore_openai._common import (
+    apply_extra,
+    data_url,
+    file_name,
+    json_schema_format,
+    strict_parameters,
+    unsupported,
+)
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """The ``include`` value that returns reasoning as encrypted content to send back."""
@@ -72,6 +79,10 @@ def responses_arguments(
     if settings.top_p is not None:
         kwargs["top_p"] = settings.top_p
     apply_extra(kwargs, request, create)
+    if request.output_schema is not None:  # beside any text options settings.extra set
+        text = dict(kwargs.get("text") or {})
+        text["format"] = {"type": "json_schema", **json_schema_format(request.output_schema)}
+        kwargs["text"] = text
     return kwargs
 
 

@@ -4,7 +4,7 @@ An adapter connects fncore's `Model` protocol to one provider's API. This module
 that takes, and nothing else:
 
 - the contract: `Model`, `ModelRequest` (`ModelSettings`, `ToolSpec`, `ToolChoice`,
-  `RequireTool`), `ModelResponse` (`FinishReason`, `Usage`), the stream deltas and
+  `RequireTool`, `OutputSchema`), `ModelResponse` (`FinishReason`, `Usage`), the stream deltas and
   `ModelStreamItem`, `ResponseAssembler`;
 - the conversation: `Message` and its parts;
 - the error values, `ModelError` and its subclasses, with `error_for_status` and
@@ -52,6 +52,7 @@ from fncore.core import (
     ModelSettings,
     ModelStreamItem,
     ModelTimeout,
+    OutputSchema,
     Part,
     PermissionDenied,
     ProviderUnavailable,
@@ -102,6 +103,7 @@ __all__ = [
     "ModelStreamItem",
     "ModelTimeout",
     "NotExpressible",
+    "OutputSchema",
     "Part",
     "PermissionDenied",
     "ProviderModel",

@@ -45,6 +45,8 @@ from fncore.core._errors import (
     ModelError,
     ModelNotFound,
     ModelTimeout,
+    OutputMissing,
+    OutputValidationFailed,
     PermissionDenied,
     Position,
     ProviderUnavailable,
@@ -106,6 +108,7 @@ from fncore.core._model import (
     ModelResponse,
     ModelSettings,
     ModelStreamItem,
+    OutputSchema,
     ReasoningDelta,
     RequireTool,
     ResponseAssembler,
@@ -118,6 +121,7 @@ from fncore.core._model import (
     UsageReported,
 )
 from fncore.core._outcomes import Halt, Outcome, Terminate, recover
+from fncore.core._output import OutputStrategy
 from fncore.core._pairing import check_pairing, open_calls, with_unique_call_ids
 from fncore.core._pause import (
     ALL_DECISIONS,
@@ -248,6 +252,10 @@ __all__ = [
     "Names",
     "Order",
     "Outcome",
+    "OutputMissing",
+    "OutputSchema",
+    "OutputStrategy",
+    "OutputValidationFailed",
     "Part",
     "PermissionDenied",
     "Position",

@@ -22,8 +22,10 @@ an expected outcome. Every error says what failed, where, and what to do about i
     ├── LoopError                   the agent loop stopped; carries the transcript so far
     │   ├── MaxIterationsReached    every allowed round ended in tool calls
     │   ├── TooManyToolErrors       too many rounds in a row had a failing tool call
-    │   └── UnknownToolCalled       the model called a tool that does not exist
-    │                               (only with ``terminate_on_unknown_calls=True``)
+    │   ├── UnknownToolCalled       the model called a tool that does not exist
+    │   │                           (only with ``terminate_on_unknown_calls=True``)
+    │   ├── OutputValidationFailed  the answer did not fit ``output_type``, retries included
+    │   └── OutputMissing           the run stopped without an answer to give as ``output_type``
     ├── InvalidHistory              the messages break the tool-call/result pairing
     ├── SessionError                the session store failed; the session is unchanged
     │   └── SessionConflict         another run committed to the session first
@@ -63,6 +65,7 @@ from fncore.core._usage import NO_USAGE, Usage
 
 if TYPE_CHECKING:
     from fncore.core._messages import Message
+    from fncore.core._pause import Paused
 
 Position: TypeAlias = Literal[
     "run", "reasoning", "model_call", "tool_call", "compress_context", "system_prompt"
@@ -298,6 +301,39 @@ class UnknownToolCalled(LoopError):
 
     tool_name: str = ""
     """The name the model used."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputValidationFailed(LoopError):
+    """The model's answer did not fit the agent's ``output_type``, after every retry.
+
+    Each failed attempt went back to the model with the validation errors; ``raw`` and
+    ``errors`` are those of the last one.
+    """
+
+    raw: str = ""
+    """The last answer the model gave: its text, or the ``final_result`` tool's arguments."""
+    errors: str = ""
+    """Why it did not fit, as pydantic said it (one problem per line)."""
+    attempts: int = 0
+    """How many answers were tried (``output_retries`` + 1)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputMissing(LoopError):
+    """The run stopped without an answer to give as the agent's ``output_type``.
+
+    It paused for a human, a middleware terminated it with a text that is not such a value,
+    the tool calls were required, or automatic tool calls are off. ``stop_reason`` says
+    which; a paused run's checkpoint is in ``paused`` and resumes as usual.
+    """
+
+    stop_reason: str = ""
+    """The run's `StopReason`."""
+    output: str = ""
+    """The run's text output (the termination text, say)."""
+    paused: Paused | None = None
+    """With ``stop_reason == "paused"``: what to resume, as on `RunResult`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

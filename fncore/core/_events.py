@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias, final
+from typing import TYPE_CHECKING, Generic, Literal, TypeAlias, final
 
 from returns.result import Result
+from typing_extensions import TypeVar
 
 from fncore.core._errors import AgentError
 from fncore.core._messages import Message, ToolCallPart, ToolResultPart
@@ -23,6 +24,8 @@ from fncore.core._value import value
 if TYPE_CHECKING:
     from fncore.core._contexts import RunInfo
     from fncore.core._result import RunResult
+
+_OutputT = TypeVar("_OutputT", default=str)
 
 
 @final
@@ -108,14 +111,17 @@ class SubagentEvent:
 
 @final
 @dataclass(frozen=True, slots=True)
-class RunCompleted:
-    """The last event of a stream: how the run ended."""
+class RunCompleted(Generic[_OutputT]):
+    """The last event of a stream: how the run ended.
 
-    outcome: Result[RunResult, AgentError]
+    ``RunCompleted[T]`` for an agent with ``output_type=T``.
+    """
+
+    outcome: Result[RunResult[_OutputT], AgentError]
     """The same value ``Agent.run`` would have returned."""
 
 
-StreamEvent: TypeAlias = (
+Progress: TypeAlias = (
     TextDelta
     | ReasoningDelta
     | ToolCallStarted
@@ -126,9 +132,11 @@ StreamEvent: TypeAlias = (
     | ToolResultReady
     | GuardTripped
     | RunPaused
-    | RunCompleted
     | SubagentEvent
 )
+"""Everything ``Agent.stream`` yields before its last event, `RunCompleted`."""
+
+StreamEvent: TypeAlias = Progress | RunCompleted
 """Everything ``Agent.stream`` yields."""
 
 STREAM_EVENT_TYPES: frozenset[type] = frozenset(

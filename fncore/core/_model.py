@@ -73,6 +73,30 @@ class ToolSpec:
 
 
 @final
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """The JSON schema a model's final answer must fit, for providers' native structured output.
+
+    An agent with an ``output_type`` (and the ``native`` output strategy) sets it on each
+    request; adapters send it as OpenAI's ``response_format`` / ``text.format`` or
+    Anthropic's ``output_config.format``. The root is always a JSON object.
+
+    Example:
+        >>> OutputSchema("Weather", {"type": "object", "properties": {}}).name
+        'Weather'
+    """
+
+    name: str
+    """A name for the schema (OpenAI requires one)."""
+    schema: Mapping[str, object]
+    """The JSON schema of the answer: an object."""
+    description: str = ""
+    """What the answer is, for the model."""
+    strict: bool = True
+    """Ask for strict schema adherence where the provider has it (and the schema allows)."""
+
+
+@final
 @value
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
@@ -95,6 +119,9 @@ class ModelRequest:
     cache_ttl: Literal["5m", "1h"] | None = None
     """How long the provider keeps what this request's cache breakpoints mark (Anthropic's
     ``ttl``: ``"5m"`` or ``"1h"``); ``None``: the provider's default (5 minutes)."""
+    output_schema: OutputSchema | None = None
+    """The JSON schema the final answer must fit (native structured output); ``None``: any
+    text."""
 
 
 FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "error"]

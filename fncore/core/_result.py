@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias, final
+from typing import Generic, Literal, TypeAlias, final
 
 from returns.result import Result
+from typing_extensions import TypeVar
 
 from fncore.core._errors import AgentError
 from fncore.core._messages import Message
 from fncore.core._pause import Paused
 from fncore.core._usage import Usage
 from fncore.core._value import value
+
+_OutputT = TypeVar("_OutputT", default=str)
 
 StopReason: TypeAlias = Literal[
     "completed", "tool_required", "terminated", "awaiting_tools", "paused"
@@ -27,16 +30,17 @@ with ``Agent.resume``."""
 @final
 @value
 @dataclass(frozen=True, slots=True)
-class RunResult:
-    """The final result of a run.
+class RunResult(Generic[_OutputT]):
+    """The final result of a run: ``RunResult[T]`` for an agent with ``output_type=T``.
 
     Example:
         >>> RunResult(output="5", messages=(Message.assistant("5"),)).output
         '5'
     """
 
-    output: str
-    """The final answer's text (the termination text when terminated)."""
+    output: _OutputT
+    """The final answer: its text (the termination text when terminated), or, for an
+    agent with an ``output_type``, the validated value of that type."""
     messages: tuple[Message, ...]
     """The messages this run added after the input, tool calls and results included."""
     usage: Usage = Usage()

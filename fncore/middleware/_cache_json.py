@@ -92,8 +92,8 @@ def decode_result(data: bytes) -> ToolResult | None:
 def request_key(request: ModelRequest, model: str) -> str:
     """A digest of ``request`` to ``model``, normalised: equal requests, equal keys.
 
-    It covers what shapes the answer (the model, instructions, messages, tools, tool choice
-    and settings), not the provider's prompt-cache hints.
+    It covers what shapes the answer (the model, instructions, messages, tools, tool choice,
+    settings and output schema), not the provider's prompt-cache hints.
 
     Example:
         >>> a = request_key(ModelRequest((Message.user("hi"),)), "gpt")
@@ -102,7 +102,7 @@ def request_key(request: ModelRequest, model: str) -> str:
     """
     settings = request.settings
     choice = request.tool_choice
-    doc = {
+    doc: dict[str, object] = {
         "model": model,
         "instructions": request.instructions,
         "messages": [message_doc(m) for m in request.messages],
@@ -118,6 +118,9 @@ def request_key(request: ModelRequest, model: str) -> str:
             dict(settings.extra),
         ],
     }
+    output = request.output_schema
+    if output is not None:  # a typed answer is not a text one (and keys without stay as they were)
+        doc["output"] = [output.name, output.schema, output.description, output.strict]
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 

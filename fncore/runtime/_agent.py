@@ -10,10 +10,10 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Generic, final
 
 from returns.result import Failure, Success
 
@@ -68,12 +68,14 @@ from fncore.core._checks import timeout_problem
 from fncore.core._contexts import RunRecord
 from fncore.core._fold import short_repr
 from fncore.core._loop import LoopSettings, terminated_after
+from fncore.core._output import OutputStrategy, OutputT
 from fncore.core._pairing import unanswered
 from fncore.core._registry import default_registry
 from fncore.core._session import pending_calls, remember_pending
 from fncore.runtime._engine import session_state
 from fncore.runtime._finish import finish
 from fncore.runtime._hooks import notify
+from fncore.runtime._output import output_spec, typed
 from fncore.runtime._scope import _CURRENT
 from fncore.runtime._sessions import CheckpointStore, InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription, build_engine
@@ -82,6 +84,7 @@ from fncore.runtime._subagent import agent_tool
 
 if TYPE_CHECKING:
     from dependency_injector import containers
+    from returns.result import Result
 
 Prompt = str | Message | Sequence[Message]
 """What a run starts from: a user's text, one message, or several."""
@@ -106,7 +109,7 @@ def _store_name(store: object) -> str:
 
 
 @final
-class Agent:
+class Agent(Generic[OutputT]):
     """An LLM agent whose every step passes through the registered middleware.
 
     The stack is built once, here: ordering hints are resolved, dependencies injected,
@@ -131,9 +134,19 @@ class Agent:
             process that dies while resuming frees the checkpoint after this long.
         container: Where ``Provide[...]`` parameters of middleware, hooks and tool sources
             are resolved from, once, here; nothing else is taken from it.
+        output_type: The type of ``result.output``: ``str`` (the answer's text, the
+            default), or a pydantic model, dataclass, TypedDict or other type pydantic
+            describes, which the model is asked for and its answer validated as
+            (``Agent[T]``; see "Structured output").
+        output_strategy: How the model is asked for ``output_type``: ``"native"`` (the
+            provider's JSON-schema output), ``"tool"`` (a ``final_result`` tool) or
+            ``"auto"`` (native when the model has it).
+        output_retries: How many invalid answers go back to the model, with the
+            validation errors, before the run fails with `OutputValidationFailed`.
 
     Raises:
-        RegistrationError: if the registry holds a mistake; the message says what to fix.
+        RegistrationError: if the registry holds a mistake, or pydantic cannot describe
+            ``output_type``; the message says what to fix.
         ValueError: if ``checkpoint_ttl`` or ``resume_lease`` is not a positive, finite
             number of seconds.
 
@@ -156,6 +169,7 @@ class Agent:
         "_default_settings",
         "_description",
         "_engine",
+        "_output",
         "_owned",
         "_resume_lease",
         "_sessions",
@@ -178,6 +192,9 @@ class Agent:
         name: str = "agent",
         checkpoint_ttl: float = 7 * _DAY,
         resume_lease: float = 60.0,
+        output_type: type[OutputT] = str,  # type: ignore[assignment]
+        output_strategy: OutputStrategy = "auto",
+        output_retries: int = 1,
     ) -> None:
         for setting, seconds in (
             ("checkpoint_ttl", checkpoint_ttl),
@@ -208,6 +225,10 @@ class Agent:
         self._checkpoint_ttl = checkpoint_ttl
         self._resume_lease = resume_lease
         fingerprint = f"{self._description}\n{instructions}\n{self._engine.settings!r}"
+        self._output = output_spec(model, output_type, output_strategy, output_retries)
+        if self._output is not None:
+            self._engine.output = self._output
+            fingerprint += f"\n{self._output!r}"
         self._config = hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
 
     @property
@@ -256,7 +277,7 @@ class Agent:
         session_id: str | None = None,
         tool_choice: ToolChoice | None = None,
         model_settings: ModelSettings | None = None,
-    ) -> RunOutcome:
+    ) -> Result[RunResult[OutputT], AgentError]:
         """Run the agent to its final answer.
 
         Args:
@@ -270,12 +291,18 @@ class Agent:
             model_settings: This run's sampling settings (default: the agent's).
 
         Returns:
-            ``Success(RunResult)``, or ``Failure(AgentError)``. Nothing raises except
+            ``Success(RunResult)`` (its ``output`` of the agent's ``output_type``), or
+            ``Failure(AgentError)``. Nothing raises except
             cancellation (and a ``KeyboardInterrupt`` or ``SystemExit`` raised inside,
             which propagates unchanged). A ``CancelledError`` means the turn was not
             committed.
         """
-        return await self._execute(prompt, metadata, session_id, tool_choice, model_settings, None)
+        outcome = await self._execute(
+            prompt, metadata, session_id, tool_choice, model_settings, None
+        )
+        if self._output is None:
+            return outcome  # type: ignore[return-value]
+        return typed(self._output, outcome)
 
     def stream(
         self,
@@ -285,7 +312,7 @@ class Agent:
         session_id: str | None = None,
         tool_choice: ToolChoice | None = None,
         model_settings: ModelSettings | None = None,
-    ) -> RunStream:
+    ) -> RunStream[OutputT]:
         """Run the agent, streaming events; the same arguments as `run`.
 
         Nothing starts until the stream is iterated. The last event is `RunCompleted`,
@@ -293,7 +320,8 @@ class Agent:
         """
 
         def start(emit: Emit) -> Any:
-            return self._execute(prompt, metadata, session_id, tool_choice, model_settings, emit)
+            outcome = self._execute(prompt, metadata, session_id, tool_choice, model_settings, emit)
+            return outcome if self._output is None else self._typed(outcome)
 
         return RunStream(start)
 
@@ -345,7 +373,7 @@ class Agent:
         decisions: Mapping[str, Decision] | Decision,
         *,
         metadata: Mapping[str, object] | None = None,
-    ) -> RunOutcome:
+    ) -> Result[RunResult[OutputT], AgentError]:
         """Go on with a paused run from its checkpoint, in this process or any other.
 
         The waiting calls go through their ``tool_call`` middleware again, where the
@@ -371,7 +399,10 @@ class Agent:
             decision, other decisions than the first resume's) leaves the checkpoint as
             it was and runs nothing.
         """
-        return await self._resume(checkpoint_id, decisions, metadata, None)
+        outcome = await self._resume(checkpoint_id, decisions, metadata, None)
+        if self._output is None:
+            return outcome  # type: ignore[return-value]
+        return typed(self._output, outcome)
 
     def resume_stream(
         self,
@@ -379,13 +410,17 @@ class Agent:
         decisions: Mapping[str, Decision] | Decision,
         *,
         metadata: Mapping[str, object] | None = None,
-    ) -> RunStream:
+    ) -> RunStream[OutputT]:
         """`resume`, streaming the resumed reply's events; the last is `RunCompleted`."""
 
         def start(emit: Emit) -> Any:
-            return self._resume(checkpoint_id, decisions, metadata, emit)
+            outcome = self._resume(checkpoint_id, decisions, metadata, emit)
+            return outcome if self._output is None else self._typed(outcome)
 
         return RunStream(start)
+
+    async def _typed(self, outcome: Awaitable[RunOutcome]) -> Any:
+        return typed(self._output, await outcome)  # type: ignore[arg-type]
 
     async def _resume(
         self,

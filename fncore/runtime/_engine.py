@@ -59,6 +59,7 @@ from fncore.core._loop import (
     Finish,
     LoopSettings,
     LoopState,
+    NextRound,
     Ready,
     Rejected,
     on_response,
@@ -67,6 +68,7 @@ from fncore.core._loop import (
     replace_history,
     start,
 )
+from fncore.core._output import OutputSpec, on_output
 from fncore.core._session import pending_calls
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._model_call import ask, checked, raised_by
@@ -208,6 +210,7 @@ class Engine:
         "hooks",
         "model",
         "offered",
+        "output",
         "settings",
         "tools",
     )
@@ -228,6 +231,8 @@ class Engine:
         self.offered = offered
         self.settings = settings
         self.hooks = hooks
+        self.output: OutputSpec[Any] | None = None
+        """The agent's ``output_type``, if any: asked of the model, validated by the loop."""
         self._instructions = instructions
         self._specs: tuple[tuple[Tool, ...], tuple[ToolSpec, ...]] = (
             offered,
@@ -351,7 +356,15 @@ class Engine:
         offered, specs = self._specs
         if tools is not offered:
             specs = tuple(t.spec for t in tools)
-        request = ModelRequest(messages, prompt, specs, tool_choice, settings)
+        output = self.output
+        if output is None:
+            request = ModelRequest(messages, prompt, specs, tool_choice, settings)
+        elif output.strategy == "native":
+            request = ModelRequest(
+                messages, prompt, specs, tool_choice, settings, output_schema=output.schema
+            )
+        else:
+            request = ModelRequest(messages, prompt, (*specs, output.tool), tool_choice, settings)
         if self._model_call is not None:
             return await self._model_call(ModelCallContext(run, request, self.model, note))  # type: ignore[arg-type]
         # No model_call middleware: `ask`'s common path, inlined to save a frame per round.
@@ -457,6 +470,8 @@ class Engine:
                 return Failure(started.error)
             state = started
         tools_run = self._tools_run
+        output = self.output
+        failures = 0
         while True:
             round_no = state.round
             if emit is not None:
@@ -506,9 +521,15 @@ class Engine:
                     )
                 )
             choice = tool_choice if note is None or note.tool_choice is None else note.tool_choice
-            state, decision = on_response(state, response, self.tools, choice, settings)
+            settled = (
+                None if output is None else on_output(state, response, output, failures, settings)
+            )
+            if settled is None:
+                state, decision = on_response(state, response, self.tools, choice, settings)
+            else:
+                state, decision = settled
             if emit is not None:
-                kept = state.new[-1]
+                kept = state.new[-1] if settled is None else response.message
                 if kept is not response.message:  # the loop gave calls unique ids
                     response = replace(response, message=kept)
                 try:
@@ -519,7 +540,10 @@ class Engine:
                 return Success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
-            calls = decision.calls  # type: ignore[union-attr]
+            if type(decision) is NextRound:  # an answer that did not fit the output type
+                failures += 1
+                continue
+            calls = decision.calls
             if len(calls) == 1:
                 part, halt = await tools_run.one(run, calls[0])
                 results: tuple[ToolResultPart, ...] = (part,)

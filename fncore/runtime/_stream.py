@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import final
+from typing import Generic, TypeAlias, final
 
 from returns.result import Result
+from typing_extensions import TypeVar
 
-from fncore.core import AgentError, Emit, RunCompleted, RunResult, StreamEvent
+from fncore.core import AgentError, Emit, RunCompleted, RunResult
+from fncore.core._events import Progress
 
-Starter = Callable[[Emit], Awaitable[Result[RunResult, AgentError]]]
+_OutputT = TypeVar("_OutputT", default=str)
+
+Starter: TypeAlias = Callable[[Emit], Awaitable[Result[RunResult[_OutputT], AgentError]]]
 
 
 class _Crashed:
@@ -22,8 +26,10 @@ class _Crashed:
 
 
 @final
-class RunStream:
+class RunStream(Generic[_OutputT]):
     """An async iterator of `StreamEvent`; the last event is `RunCompleted`.
+
+    ``RunStream[T]`` (from an agent with ``output_type=T``) ends with a ``RunCompleted[T]``.
 
     Nothing starts until iteration does. ``await stream.result()`` returns the run's
     outcome, consuming any events not yet read. Leaving the iteration early (``break``,
@@ -37,17 +43,17 @@ class RunStream:
 
     __slots__ = ("_done", "_outcome", "_queue", "_start", "_task")
 
-    def __init__(self, start: Starter) -> None:
+    def __init__(self, start: Starter[_OutputT]) -> None:
         self._start = start
-        self._queue: asyncio.Queue[StreamEvent | _Crashed] = asyncio.Queue()
+        self._queue: asyncio.Queue[Progress | RunCompleted[_OutputT] | _Crashed] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._done = False
-        self._outcome: Result[RunResult, AgentError] | None = None
+        self._outcome: Result[RunResult[_OutputT], AgentError] | None = None
 
-    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+    def __aiter__(self) -> AsyncIterator[Progress | RunCompleted[_OutputT]]:
         return self._events()
 
-    async def _events(self) -> AsyncIterator[StreamEvent]:
+    async def _events(self) -> AsyncIterator[Progress | RunCompleted[_OutputT]]:
         # A generator, so that ``break`` in ``async for`` closes it (asyncio finalizes an
         # abandoned async generator at once) and the close cancels the run.
         try:
@@ -62,7 +68,7 @@ class RunStream:
 
     async def _drive(self) -> None:
         try:
-            outcome = await self._start(self._queue.put_nowait)
+            outcome = await self._start(self._queue.put_nowait)  # type: ignore[arg-type]
         except asyncio.CancelledError:
             self._queue.put_nowait(_Crashed(asyncio.CancelledError()))
             raise
@@ -74,7 +80,7 @@ class RunStream:
             return
         self._queue.put_nowait(RunCompleted(outcome))
 
-    async def __anext__(self) -> StreamEvent:
+    async def __anext__(self) -> Progress | RunCompleted[_OutputT]:
         if self._done:
             raise StopAsyncIteration
         if self._task is None:
@@ -92,7 +98,7 @@ class RunStream:
             self._outcome = item.outcome
         return item
 
-    async def result(self) -> Result[RunResult, AgentError]:
+    async def result(self) -> Result[RunResult[_OutputT], AgentError]:
         """Run to the end (if not already) and return the outcome."""
         async for _ in self:
             pass

@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
+import pydantic_core
 from pydantic import ConfigDict, Field, create_model
 from returns.result import Failure
 
@@ -84,7 +85,7 @@ class Delegate:
 
     __slots__ = ("agent", "max_depth", "name", "share_limits")
 
-    def __init__(self, agent: Agent, name: str, share_limits: bool, max_depth: int) -> None:
+    def __init__(self, agent: Agent[Any], name: str, share_limits: bool, max_depth: int) -> None:
         self.agent = agent
         self.name = name
         self.share_limits = share_limits
@@ -95,7 +96,7 @@ class Delegate:
         outcome = await self.agent.run(prompt)
         if type(outcome) is Failure:
             raise RuntimeError(outcome.failure().message)
-        return outcome.unwrap().output
+        return as_text(outcome.unwrap().output)
 
     def _chain(self, caller: str) -> tuple[tuple[int, str], ...]:
         """The agents running down to ``caller``: the root, then the sub-agents (by id)."""
@@ -204,11 +205,16 @@ class Delegate:
             )
         if waiting is not None:
             state.set(PAUSED, {key: cid for key, cid in paused.items() if key != call.id})
-        return ToolResult(done.output)
+        return ToolResult(as_text(done.output))
+
+
+def as_text(output: object) -> str:
+    """A child's output as the caller's tool result: its text, or a typed output as JSON."""
+    return output if type(output) is str else pydantic_core.to_json(output).decode()
 
 
 def agent_tool(
-    agent: Agent,
+    agent: Agent[Any],
     *,
     name: str,
     description: str | None,

@@ -76,6 +76,9 @@ class FunctionModel:
 
     __slots__ = ("_fn", "_name", "chunk", "requests")
 
+    native_output = True
+    """The function sees `ModelRequest.output_schema` (the ``native`` output strategy)."""
+
     def __init__(self, fn: ModelFunction, *, name: str = "function", chunk: int = 8) -> None:
         self._fn = fn
         self._name = name
@@ -121,6 +124,9 @@ class ScriptedModel:
     """
 
     __slots__ = ("_name", "_replies", "chunk", "requests")
+
+    native_output = True
+    """Scripted text answers an `ModelRequest.output_schema` (the ``native`` strategy)."""
 
     def __init__(self, replies: Iterable[Reply], *, name: str = "scripted", chunk: int = 8) -> None:
         self._replies = list(replies)

@@ -18,6 +18,7 @@ from fncore.core import (
     ToolCallPart,
     ToolSpec,
 )
+from fncore.core._output import FINAL_RESULT
 from fncore.testing._common import dumps, stream_of, usage_for
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -107,6 +108,10 @@ class TestModel:
     are off, it answers with text built from the tool results. Deterministic, streaming
     included; the embedded default provider.
 
+    Structured output: with an `OutputSchema` on the request it answers with a JSON value
+    made for that schema in the same way; the ``final_result`` tool it calls last, once the
+    other tools have run.
+
     It records the requests it receives in `requests`, for tests to look at: all of them,
     or only the last ``keep_requests`` (the container's default model keeps 16, so a
     long-running default agent does not grow).
@@ -122,6 +127,9 @@ class TestModel:
     __test__ = False  # not a pytest class
 
     __slots__ = ("_keep", "_name", "chunk", "requests")
+
+    native_output = True
+    """It answers to `ModelRequest.output_schema` (the ``native`` output strategy)."""
 
     def __init__(
         self, name: str = "test", *, chunk: int = 8, keep_requests: int | None = None
@@ -148,6 +156,8 @@ class TestModel:
         pending = [] if choice == "none" else [t for t in tools if t.name not in called]
         if choice in ("required",) or isinstance(choice, RequireTool):
             pending = list(tools)
+        if len(pending) > 1:  # the final result comes last, once the other tools have run
+            pending = [t for t in pending if t.name != FINAL_RESULT] or pending
         if pending:
             maker = _ArgumentMaker(_last_user_text(request.messages))
             turn = sum(1 for m in request.messages if m.role == "assistant")
@@ -162,6 +172,13 @@ class TestModel:
             message = Message("assistant", calls)
             return ModelResponse(message, usage_for(request, message), "tool_calls", self._name)
         results = [r for m in recent for r in m.tool_results]
+        schema = request.output_schema
+        if schema is not None:
+            maker = _ArgumentMaker(_last_user_text(request.messages))
+            defs = schema.schema.get("$defs")
+            answer = dumps(maker.object(schema.schema, defs if isinstance(defs, Mapping) else {}))
+            message = Message.assistant(answer)
+            return ModelResponse(message, usage_for(request, message), "stop", self._name)
         text = (
             "; ".join(f"{r.name}: {r.content}" for r in results)
             if results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from pathlib import Path
 
 from otel_support import Otel
@@ -430,3 +431,23 @@ async def test_a_streamed_child_pause_surfaces_and_resumes_streaming() -> None:
     assert any(isinstance(e, SubagentEvent) for e in seen)
     assert run_ok(await resumed.result()).output == "lead got: cleaner: deleted a.txt"
     assert files.deleted == ["a.txt"]
+
+
+async def test_a_child_with_a_typed_output_answers_with_json() -> None:
+    """A child's typed output reaches the caller as its JSON text."""
+    from pydantic import BaseModel
+
+    class Finding(BaseModel):
+        topic: str
+        score: int
+
+    child = Agent(
+        FunctionModel(lambda request: '{"topic": "x", "score": 3}'),
+        registry=Registry(),
+        name="researcher",
+        output_type=Finding,
+    )
+    lead = Agent(lead_model(), registry=Registry(), tools=[child.as_tool()])
+    done = run_ok(await lead.run("go"))
+    assert done.output.startswith("lead got: ")
+    assert json.loads(done.output.removeprefix("lead got: ")) == {"topic": "x", "score": 3}
