@@ -39,6 +39,7 @@ FNCORE = {
     "ResumePoint", "CheckpointError", "CheckpointNotFound", "CheckpointExpired",
     "CheckpointBusy", "CheckpointMismatch", "DecisionError", "UnknownRequest",
     "DecisionMissing", "DecisionNotAllowed", "DecisionConflict",
+    "MCPServer", "MCPServerError", "ToolsUnavailable",
 }  # fmt: skip
 
 TESTING = {
