@@ -32,7 +32,7 @@ from fncore.core._loop import LoopSettings
 from fncore.core._registry import default_registry
 from fncore.core._tools import ToolFunction
 from fncore.middleware import build_middleware
-from fncore.runtime import Agent, InMemorySessionStore, SessionStore
+from fncore.runtime import Agent, InMemorySessionStore, MCPServer, SessionStore
 from fncore.session_stores import open_session_store
 from fncore.settings import ConfigError, ModelConfig, load_settings
 from fncore.testing import TestModel
@@ -262,6 +262,30 @@ def _session_store(url: str | None, owned: Owned) -> SessionStore:
     return owned.keep(open_session_store(url))
 
 
+def _secret(value: object) -> str:
+    reveal = getattr(value, "get_secret_value", None)
+    return str(reveal() if reveal is not None else value)
+
+
+def _mcp_servers(section: Mapping[str, Any] | None, owned: Owned) -> tuple[MCPServer, ...]:
+    """The servers of ``[mcp.servers.*]``, stopped when the container shuts down."""
+    return tuple(
+        owned.keep(
+            MCPServer(
+                name,
+                command=entry.get("command"),
+                env={k: _secret(v) for k, v in (entry.get("env") or {}).items()},
+                cwd=entry.get("cwd"),
+                url=entry.get("url"),
+                headers={k: _secret(v) for k, v in (entry.get("headers") or {}).items()},
+                prefix=entry.get("prefix") or "",
+                timeout=entry.get("timeout") or 60.0,
+            )
+        )
+        for name, entry in (section or {}).items()
+    )
+
+
 class AgentOptions(TypedDict, total=False):
     """The `Agent` arguments that ``container.agent(...)`` takes besides the container's."""
 
@@ -277,6 +301,7 @@ class AgentOptions(TypedDict, total=False):
     name: str
     output_strategy: OutputStrategy
     output_retries: int
+    mcp_servers: Iterable[MCPServer]
 
 
 class _Composition:
@@ -300,6 +325,7 @@ class _Composition:
             "instructions": c.config.agent.instructions() or "",
             "settings": c.loop_settings(),
             "sessions": c.sessions(),
+            "mcp_servers": c.mcp_servers(),
         }
         if output_type is not str:
             kwargs["output_type"] = output_type
@@ -384,6 +410,12 @@ class Container(containers.DeclarativeContainer, _Composition):
     )
     """The session store ``sessions.url`` names; a ``Container()`` made without
     `load_container` and without that key keeps sessions in memory."""
+
+    mcp_servers: providers.Provider[tuple[MCPServer, ...]] = providers.Singleton(
+        _mcp_servers, config.mcp.servers, owned
+    )
+    """The MCP servers of ``[mcp.servers.*]``; each starts at its first use and stops in
+    `shutdown`."""
 
 
 @overload

@@ -153,6 +153,54 @@ class PluginsConfig(BaseModel):
     """Allowed plugins that are skipped, with a warning, when they are missing or fail."""
 
 
+class MCPServerConfig(_RedactedUrls):
+    """One ``[mcp.servers.NAME]`` table: an MCP server whose tools the agents offer.
+
+    Give ``command`` for a program on stdio, or ``url`` for a streamable HTTP server. The
+    values of ``env`` and ``headers`` are secrets: a repr shows ``**********``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    _urls = ("url",)
+
+    command: list[str] | None = None
+    """The program and its arguments, e.g. ``["mcp-server-time"]``."""
+    env: dict[str, SecretStr] = {}
+    """Environment variables for the program."""
+    cwd: str | None = None
+    """The program's working directory."""
+    url: str | None = None
+    """The streamable HTTP endpoint, e.g. ``http://127.0.0.1:8000/mcp``."""
+    headers: dict[str, SecretStr] = {}
+    """HTTP headers of every request, e.g. ``Authorization``."""
+    prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] = ""
+    """Put before each of the server's tool names, to keep them apart from others."""
+    timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 60.0
+    """Seconds a tool call, or starting the server, may take."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerConfig:
+        if (self.command is None) == (self.url is None):
+            msg = "give either command (a program on stdio) or url (streamable HTTP)"
+            raise ValueError(msg)
+        if self.command is not None and not (self.command and self.command[0]):
+            msg = "command must name the program: command = ['mcp-server-time']"
+            raise ValueError(msg)
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            msg = "url must start with http:// or https://"
+            raise ValueError(msg)
+        return self
+
+
+class MCPConfig(BaseModel):
+    """The ``[mcp]`` section: the MCP servers whose tools the container's agents offer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    servers: dict[str, MCPServerConfig] = {}
+    """The servers, by name: ``[mcp.servers.time] command = ["mcp-server-time"]``."""
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class _Load:
@@ -212,6 +260,8 @@ class Settings(BaseSettings):
     """Which plugins load."""
     sessions: SessionsConfig = SessionsConfig()
     """Where sessions live."""
+    mcp: MCPConfig = MCPConfig()
+    """The MCP servers whose tools are offered."""
     app: dict[str, Any] = {}
     """Your own settings, free-form: middleware read them with ``Provide["config.app.x"]``."""
 

@@ -10,7 +10,8 @@ from fake_provider import FakeProvider
 
 # Checked by mypy in CI (tests/typing/check_expected_errors.py), not run by pytest:
 # expected_errors.py registers wrongly typed middleware on purpose.
-collect_ignore = ["typing"]
+# tests/mcp_servers holds MCP server programs the tests start; importing one would run it.
+collect_ignore = ["typing", "mcp_servers"]
 
 
 @pytest.fixture(autouse=True)

@@ -42,6 +42,7 @@ FNCORE = {
     "SubagentEvent", "SubagentStart", "SubagentEnd", "SubagentError", "SubagentCycle",
     "SubagentDepthExceeded",
     "OutputStrategy", "OutputSchema", "OutputValidationFailed", "OutputMissing",
+    "MCPServer", "MCPServerError", "ToolsUnavailable",
 }  # fmt: skip
 
 TESTING = {

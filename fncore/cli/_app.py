@@ -9,7 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeAlias
 
 from fncore import Approve, ConfigError, RegistrationError, Reject, SessionStoreError
-from fncore.cli._commands import Waiting, overrides, resume_command, run_command, stack_command
+from fncore.cli._commands import (
+    Waiting,
+    overrides,
+    resume_command,
+    run_command,
+    stack_command,
+    tools_command,
+)
 from fncore.cli._errors import CommandFailed
 from fncore.cli._sessions import ACTIONS, list_command, session_command
 
@@ -157,6 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the example agent's onion: each position's middleware, outermost first.",
     )
     _add_shared(stack, top=False)
+    tools = commands.add_parser(
+        "tools",
+        help="list the tools the example agent offers, and where each comes from",
+        description=(
+            "List every tool the example agent offers (its own functions and the tools of "
+            "the MCP servers the configuration names), one per line: the name, then where "
+            "it comes from (function, tool source NAME, mcp server NAME)."
+        ),
+    )
+    _add_shared(tools, top=False)
     _add_sessions(commands)
     resume = commands.add_parser(
         "resume",
@@ -205,6 +222,11 @@ def _stack(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _tools(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    tools_command(config=args.config, settings=settings, out=sys.stdout)
+    return EXIT_OK
+
+
 def _sessions(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     shared: dict[str, Any] = {"config": args.config, "settings": settings, "out": sys.stdout}
     if args.sessions_command == "list":
@@ -226,6 +248,7 @@ def _resume(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
 COMMANDS: dict[str, Command] = {
     "run": _run,
     "stack": _stack,
+    "tools": _tools,
     "sessions": _sessions,
     "resume": _resume,
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
@@ -88,6 +89,8 @@ def example_agent(
         RegistrationError: if the stack cannot be built.
     """
     container: Container = load_container(config, overrides=settings)
+    # The MCP SDK logs a server's garbage with a traceback; errors here are one line.
+    logging.getLogger("mcp").addHandler(logging.NullHandler())
     outermost = None
     if spans is not None:
         taken = {r.name for r in container.registry().middleware}
@@ -291,6 +294,32 @@ def resume_command(
             print(result.output, flush=True)
 
     asyncio.run(resume_then_close())
+
+
+def tools_command(*, config: str | None, settings: Mapping[str, Any], out: TextIO) -> None:
+    """``fncore tools``: every tool the example agent offers, and where each comes from.
+
+    The configured MCP servers are started and listed, then stopped.
+
+    Raises:
+        ConfigError: for bad configuration.
+        RegistrationError: if the stack cannot be built, two tools share a name, or an MCP
+            server cannot be started (`MCPServerError`, naming it).
+    """
+    container, agent = example_agent(config, settings, trace=lambda _line: None)
+
+    async def list_then_close() -> list[tuple[str, str]]:
+        async with container:
+            try:
+                await agent.connect()
+                return [(name, agent.tools[name].source) for name in agent.describe().tools]
+            finally:
+                await agent.aclose()
+
+    rows = asyncio.run(list_then_close())
+    width = max((len(name) for name, _ in rows), default=0)
+    for name, source in rows:
+        print(f"{name:<{width}}  {source}", file=out)
 
 
 def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:

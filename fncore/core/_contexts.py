@@ -299,10 +299,12 @@ class ToolCallContext:
             2
         """
         fields = type(self.args).model_fields
-        if name not in fields:
-            msg = f"tool {self.tool.name!r} has no argument {name!r} (it has: {', '.join(fields)})"
+        extra = self.args.__pydantic_extra__ or {}  # an MCP tool's arguments are all extra
+        if name not in fields and name not in extra:
+            known = ", ".join([*fields, *extra])
+            msg = f"tool {self.tool.name!r} has no argument {name!r} (it has: {known})"
             raise KeyError(msg)
-        found = getattr(self.args, name)
+        found = extra[name] if name in extra else getattr(self.args, name)
         if not isinstance(found, kind):
             msg = (
                 f"argument {name!r} of tool {self.tool.name!r} is {type(found).__name__}, "
@@ -327,6 +329,7 @@ class ToolCallContext:
             5
         """
         data = {name: getattr(self.args, name) for name in type(self.args).model_fields}
+        data.update(self.args.__pydantic_extra__ or {})
         data.update(changes)
         return replace(self, args=self.tool.args_model.model_validate(data))
 

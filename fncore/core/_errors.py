@@ -44,6 +44,8 @@ an expected outcome. Every error says what failed, where, and what to do about i
     ├── SubagentError               a sub-agent (``Agent.as_tool``) could not be called
     │   ├── SubagentCycle           it is already running further up the chain (A → B → A)
     │   └── SubagentDepthExceeded   the chain of agents calling agents is too deep
+    ├── ToolsUnavailable            the agent's tools could not be gathered (an MCP server
+    │                               that cannot start, a name clash): nothing ran
     └── LimitExceeded               a configured limit stopped the run (built-in middleware)
         ├── CallLimitExceeded       too many model or tool calls (``limit_calls``)
         ├── BudgetExceeded          the token or cost budget is spent (``budget``)
@@ -513,6 +515,18 @@ class DecisionNotAllowed(DecisionError):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionConflict(DecisionError):
     """The checkpoint was already resumed with other decisions; a decision is taken once."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolsUnavailable(AgentError):
+    """The tools to offer could not be gathered before the run; nothing ran.
+
+    An MCP server could not be started, reached or listed, or a server's tool clashes with
+    another tool. The message names the server (and both tools' sources for a clash).
+    """
+
+    source: str = ""
+    """Where it failed, e.g. ``mcp server time``; empty for a name clash."""
 
 
 class RegistrationError(Exception):

@@ -171,7 +171,8 @@ class Tool:
         self.inline = inline and not self.is_async
         """Whether a sync function runs directly on the event loop (not in a thread)."""
         self.source = source
-        """Where the tool comes from, for people: ``function``, ``sub-agent NAME``, ..."""
+        """Where the tool comes from, for people: ``function``, ``tool source NAME``,
+        ``mcp server NAME``, ``sub-agent NAME``."""
         self._fields = tuple(args_model.model_fields)
         self._validator = args_model.__pydantic_validator__
         try:
@@ -270,9 +271,11 @@ class Tool:
 
     def keywords(self, args: BaseModel) -> Mapping[str, object]:
         """The validated arguments as keyword arguments for the function."""
-        if type(args) is self.args_model:
+        extra = args.__pydantic_extra__
+        if type(args) is self.args_model and extra is None:
             return args.__dict__
-        return {f: getattr(args, f) for f in self._fields}
+        named = {f: getattr(args, f) for f in self._fields}
+        return named if extra is None else {**named, **extra}
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"

@@ -2,6 +2,7 @@
 
 from fncore.runtime._agent import Agent, Prompt
 from fncore.runtime._di import Provide, Provider, list_provider
+from fncore.runtime._mcp import MCPServer, MCPServerError
 from fncore.runtime._scope import current_metadata, current_run
 from fncore.runtime._sessions import (
     CheckpointStore,
@@ -17,6 +18,8 @@ __all__ = [
     "Agent",
     "CheckpointStore",
     "InMemorySessionStore",
+    "MCPServer",
+    "MCPServerError",
     "Prompt",
     "Provide",
     "Provider",

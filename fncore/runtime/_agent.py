@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -42,6 +43,7 @@ from fncore.core import (
     ModelSettings,
     Pause,
     Paused,
+    RegistrationError,
     Registry,
     Reject,
     Respond,
@@ -61,6 +63,7 @@ from fncore.core import (
     Tool,
     ToolChoice,
     ToolFunction,
+    ToolsUnavailable,
     UnknownRequest,
     open_calls,
 )
@@ -72,9 +75,10 @@ from fncore.core._output import OutputStrategy, OutputT
 from fncore.core._pairing import unanswered
 from fncore.core._registry import default_registry
 from fncore.core._session import pending_calls, remember_pending
-from fncore.runtime._engine import session_state
+from fncore.runtime._engine import Engine, session_state
 from fncore.runtime._finish import finish
 from fncore.runtime._hooks import notify
+from fncore.runtime._mcp import MCPServer, MCPServerError, MCPTools
 from fncore.runtime._output import output_spec, typed
 from fncore.runtime._scope import _CURRENT
 from fncore.runtime._sessions import CheckpointStore, InMemorySessionStore, SessionStore
@@ -106,6 +110,16 @@ def _as_messages(prompt: Prompt) -> tuple[Message, ...]:
 
 def _store_name(store: object) -> str:
     return type(store).__name__
+
+
+def _config_hash(
+    description: StackDescription, instructions: str, engine: Engine, output: object
+) -> str:
+    """What a checkpoint must match to be resumed: the stack, instructions, settings, output."""
+    fingerprint = f"{description}\n{instructions}\n{engine.settings!r}"
+    if output is not None:
+        fingerprint += f"\n{output!r}"
+    return hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
 
 
 @final
@@ -143,6 +157,9 @@ class Agent(Generic[OutputT]):
             ``"auto"`` (native when the model has it).
         output_retries: How many invalid answers go back to the model, with the
             validation errors, before the run fails with `OutputValidationFailed`.
+        mcp_servers: MCP servers whose tools are offered too. They start at the first run
+            (or `connect`), are listed again at the start of each run, and stop in
+            `aclose` (see "MCP tools").
 
     Raises:
         RegistrationError: if the registry holds a mistake, or pydantic cannot describe
@@ -169,8 +186,11 @@ class Agent(Generic[OutputT]):
         "_default_settings",
         "_description",
         "_engine",
+        "_mcp",
+        "_mcp_offered",
         "_output",
         "_owned",
+        "_rebuild",
         "_resume_lease",
         "_sessions",
         "name",
@@ -195,6 +215,7 @@ class Agent(Generic[OutputT]):
         output_type: type[OutputT] = str,  # type: ignore[assignment]
         output_strategy: OutputStrategy = "auto",
         output_retries: int = 1,
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         for setting, seconds in (
             ("checkpoint_ttl", checkpoint_ttl),
@@ -210,26 +231,39 @@ class Agent(Generic[OutputT]):
         if sessions is None:
             sessions = InMemorySessionStore()
             self._owned.append(sessions)
-        self._engine, self._description = build_engine(
+        servers = tuple(mcp_servers)
+        self._mcp = MCPTools(servers) if servers else None
+        self._mcp_offered: tuple[Tool, ...] = ()
+        """The MCP tools the engine was built with."""
+        given, extra = tuple(tools), tuple(additional_tools)
+        build = functools.partial(
+            build_engine,
             default_registry if registry is None else registry,
             model=model,
             container=container,
-            tools=tools,
-            additional_tools=additional_tools,
+            additional_tools=extra,
             instructions=instructions,
             settings=LoopSettings() if settings is None else settings,
         )
+
+        def rebuild(mcp_tools: tuple[Tool, ...]) -> None:
+            self._engine, self._description = build(tools=(*given, *mcp_tools))
+            if self._output is not None:
+                self._engine.output = self._output
+            self._config = _config_hash(self._description, instructions, self._engine, self._output)
+            self._mcp_offered = mcp_tools
+
+        self._rebuild = rebuild
+        self._engine, self._description = build(tools=given, lenient_filters=bool(servers))
         self._default_choice: ToolChoice = tool_choice
         self._default_settings = model_settings or ModelSettings()
         self._sessions: SessionStore = sessions
         self._checkpoint_ttl = checkpoint_ttl
         self._resume_lease = resume_lease
-        fingerprint = f"{self._description}\n{instructions}\n{self._engine.settings!r}"
         self._output = output_spec(model, output_type, output_strategy, output_retries)
         if self._output is not None:
             self._engine.output = self._output
-            fingerprint += f"\n{self._output!r}"
-        self._config = hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
+        self._config = _config_hash(self._description, instructions, self._engine, self._output)
 
     @property
     def model(self) -> Model:
@@ -264,6 +298,35 @@ class Agent(Generic[OutputT]):
             close = getattr(resource, "aclose", None)
             if close is not None:
                 await close()
+        if self._mcp is not None:
+            await self._mcp.aclose()
+
+    async def connect(self) -> None:
+        """Start the MCP servers and offer their tools now, rather than at the first run.
+
+        Each run lists the servers' tools again; this is for finding a server that cannot
+        start before anything runs, and for `tools` and `describe` to show MCP tools.
+
+        Raises:
+            MCPServerError: one line naming a server that cannot start, be reached or be
+                listed.
+            RegistrationError: if a tool's name clashes with another's (both sources
+                named), or a ``tool_call`` middleware filters on a tool nobody offers.
+        """
+        if self._mcp is not None:
+            await self._mcp.refresh()
+            if self._mcp.tools is not self._mcp_offered:
+                self._rebuild(self._mcp.tools)
+
+    async def _gather_tools(self) -> ToolsUnavailable | None:
+        """`connect`, with what stops it as an error value."""
+        try:
+            await self.connect()
+        except MCPServerError as exc:
+            return ToolsUnavailable(message=str(exc), source=f"mcp server {exc.server}")
+        except RegistrationError as exc:
+            return ToolsUnavailable(message=str(exc))
+        return None
 
     def describe(self) -> StackDescription:
         """The built stack: each position's middleware, outermost first; ``str()`` it."""
@@ -430,6 +493,10 @@ class Agent(Generic[OutputT]):
         emit: Emit | None,
         shared: State | None = None,
     ) -> RunOutcome:
+        if self._mcp is not None:
+            unavailable = await self._gather_tools()
+            if unavailable is not None:
+                return Failure(unavailable)
         store = self._sessions
         if not isinstance(store, CheckpointStore):
             return Failure(_no_checkpoints(store, checkpoint_id))
@@ -646,6 +713,10 @@ class Agent(Generic[OutputT]):
         emit: Emit | None,
         shared: State | None = None,
     ) -> RunOutcome:
+        if self._mcp is not None:
+            unavailable = await self._gather_tools()
+            if unavailable is not None:
+                return Failure(unavailable)
         engine = self._engine
         new_input = _as_messages(prompt)
         session: Session | None = None

@@ -71,8 +71,12 @@ def build_engine(
     additional_tools: Iterable[Tool | ToolFunction],
     instructions: str,
     settings: LoopSettings,
+    lenient_filters: bool = False,
 ) -> tuple[Engine, StackDescription]:
     """Build the folded engine for ``registry`` and describe it.
+
+    With ``lenient_filters``, a ``tool_call`` filter may name a tool not known yet (an MCP
+    server's, listed at the first run, when the engine is built again without it).
 
     Raises:
         RegistrationError: for any mistake in registration (duplicate name or tool, a bad
@@ -84,7 +88,10 @@ def build_engine(
     by_name: dict[str, Tool] = {}
     for t in (*offered, *extra):
         if t.name in by_name:
-            msg = f"two tools are named {t.name!r}; rename one (Tool.from_function(fn, name=...))"
+            msg = (
+                f"two tools are named {t.name!r} ({by_name[t.name].source} and {t.source}); "
+                "rename one (Tool.from_function(fn, name=...)) or give an MCP server a prefix"
+            )
             raise RegistrationError(msg)
         by_name[t.name] = t
 
@@ -101,7 +108,7 @@ def build_engine(
         fn = bind(reg.function, container, _what(reg))
         if reg.tools is not None:
             unknown = [n for n in reg.tools if n not in by_name]
-            if unknown:
+            if unknown and not lenient_filters:
                 msg = (
                     f"{_what(reg)} filters on unknown tool(s) {', '.join(map(repr, unknown))}; "
                     f"known tools: {', '.join(sorted(by_name)) or 'none'}"
@@ -158,5 +165,8 @@ def _collect_tools(
         except Exception as exc:
             msg = f"tool source {source.name!r} raised {type(exc).__name__}: {exc}"
             raise RegistrationError(msg) from exc
+        for t in provided:
+            if t.source == "function":
+                t.source = f"tool source {source.name}"
         collected.extend(provided)
     return tuple(collected)

@@ -137,6 +137,8 @@ class ToolRunner:
         except Exception as exc:
             detail = f": {type(exc).__name__}: {exc}" if settings.include_detailed_errors else ""
             return ToolResult(f"Tool {name!r} failed{detail}.", True)
+        if type(value) is ToolResult:  # a tool that says itself whether it failed (MCP's)
+            return value
         try:
             return ToolResult(to_content(value))
         except Exception as exc:

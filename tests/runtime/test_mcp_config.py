@@ -1,0 +1,169 @@
+"""MCP servers from configuration: the settings file, the container, the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp_support import DEMO, TIME_SERVER, TOKEN, http_demo
+from returns.result import Success
+
+from fncore import ConfigError, Registry, load_container
+from fncore.settings import load_settings
+
+
+def _toml(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _fncore(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FNCORE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "fncore.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_server_tables_are_typed_and_secrets_stay_hidden() -> None:
+    """The values of headers and env are secrets in a repr; a bad table is one ConfigError line."""
+    settings = load_settings(
+        overrides={
+            "mcp": {
+                "servers": {
+                    "web": {"url": "http://u:pw@h/mcp", "headers": {"Authorization": TOKEN}},
+                    "time": {"command": ["mcp-server-time"], "env": {"TZ_KEY": "k3y"}},
+                }
+            }
+        },
+        environ={},
+    )
+    shown = repr(settings.mcp)
+    assert TOKEN not in shown
+    assert "k3y" not in shown
+    assert "pw" not in shown
+    assert settings.mcp.servers["time"].timeout == 60.0
+    for table, expected in [
+        ({"command": ["x"], "url": "http://h/mcp"}, "give either command"),
+        ({}, "give either command"),
+        ({"command": []}, "command must name the program"),
+        ({"url": "h/mcp"}, "url must start with http"),
+        ({"command": ["x"], "timeout": -1}, "greater than 0"),
+        ({"command": ["x"], "prefix": "a b"}, "should match pattern"),
+        ({"command": ["x"], "port": 1}, "Extra inputs"),
+    ]:
+        with pytest.raises(ConfigError) as raised:
+            load_settings(overrides={"mcp": {"servers": {"x": table}}}, environ={})
+        assert "'mcp.servers.x" in str(raised.value)
+        assert expected in str(raised.value)
+
+
+def test_the_environment_configures_a_server() -> None:
+    """FNCORE_MCP__SERVERS__... variables work like any setting."""
+    settings = load_settings(
+        environ={
+            "FNCORE_MCP__SERVERS__TIME__COMMAND": '["mcp-server-time"]',
+            "FNCORE_MCP__SERVERS__TIME__PREFIX": "time_",
+        }
+    )
+    assert settings.mcp.servers["time"].command == ["mcp-server-time"]
+    assert settings.mcp.servers["time"].prefix == "time_"
+
+
+async def test_container_agents_offer_configured_servers_and_shutdown_stops_them(
+    tmp_path: Path,
+) -> None:
+    """[mcp.servers.*] in the file: the container's agents offer the tools; shutdown stops."""
+    config = _toml(
+        tmp_path / "fncore.toml",
+        f"[mcp.servers.demo]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(DEMO)}]\n"
+        'prefix = "demo_"\ntimeout = 30\n',
+    )
+    container = load_container(config, environ={})
+    [server] = container.mcp_servers()
+    assert (server.name, server.prefix, server.timeout) == ("demo", "demo_", 30.0)
+    agent = container.agent(registry=Registry())
+    outcome = await agent.run("2 3")
+    assert isinstance(outcome, Success)
+    assert "demo_add: 5" in outcome.unwrap().output
+    assert "demo_crash: MCP server 'demo' stopped during the call" in outcome.unwrap().output
+    assert (await server.call("add", {"a": 1, "b": 1})).content == "2"
+    assert server.running
+    await container.shutdown()
+    assert not server.running
+
+
+async def test_a_configured_http_server_sends_its_secret_header(tmp_path: Path) -> None:
+    """An HTTP server table with an Authorization header, read from the file."""
+    with http_demo() as url:
+        config = _toml(
+            tmp_path / "fncore.toml",
+            f'[mcp.servers.web]\nurl = "{url}"\nheaders = {{ Authorization = "Bearer {TOKEN}" }}\n',
+        )
+        container = load_container(config, environ={})
+        [server] = container.mcp_servers()
+        assert TOKEN not in repr(server)
+        assert (await server.call("add", {"a": 20, "b": 22})).content == "42"
+        await container.shutdown()
+
+
+def test_cli_tools_lists_every_tool_and_where_it_comes_from(tmp_path: Path) -> None:
+    """`fncore tools --config FILE`: the example's functions and the MCP server's tools."""
+    config = _toml(
+        tmp_path / "fncore.toml",
+        f'[mcp.servers.time]\ncommand = [{json.dumps(TIME_SERVER)}]\nprefix = "time_"\n',
+    )
+    done = _fncore("tools", "--config", config)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert sorted(rows) == sorted(
+        [
+            ["add", "function"],
+            ["multiply", "function"],
+            ["word_count", "function"],
+            ["time_get_current_time", "mcp", "server", "time"],
+            ["time_convert_time", "mcp", "server", "time"],
+        ]
+    )
+    assert _fncore("tools").stdout.split() == [
+        "add",
+        "function",
+        "multiply",
+        "function",
+        "word_count",
+        "function",
+    ]
+
+
+def test_cli_run_offers_the_configured_servers_tools(tmp_path: Path) -> None:
+    """`fncore run --config FILE` calls the MCP server's tools too (the test model calls all)."""
+    config = _toml(
+        tmp_path / "fncore.toml", f"[mcp.servers.time]\ncommand = [{json.dumps(TIME_SERVER)}]\n"
+    )
+    done = _fncore("run", "--config", config, "UTC")
+    assert done.returncode == 0, done.stderr
+    assert '"timezone": "UTC"' in done.stdout
+    assert "[tool_call] get_current_time(" in done.stderr
+    streamed = _fncore("run", "--stream", "--config", config, "UTC")
+    assert streamed.returncode == 0, streamed.stderr
+    assert '"timezone": "UTC"' in streamed.stdout
+
+
+@pytest.mark.parametrize("command", ["tools", "run"])
+def test_cli_a_server_that_cannot_start_is_one_line(tmp_path: Path, command: str) -> None:
+    """A misspelt command: exit 1, one line on stderr naming the server, no traceback."""
+    config = _toml(tmp_path / "fncore.toml", '[mcp.servers.time]\ncommand = ["mcp-server-tim"]\n')
+    done = _fncore(command, "--config", config, *(["hi"] if command == "run" else []))
+    assert done.returncode == 1
+    assert done.stderr == (
+        "fncore: error: MCP server 'time': command 'mcp-server-tim' not found; "
+        "install it or fix the command\n"
+    )
