@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final
@@ -90,6 +90,7 @@ class MCPServer:
         "_cwd",
         "_env",
         "_headers",
+        "_listed",
         "_lock",
         "_url",
         "name",
@@ -147,6 +148,7 @@ class MCPServer:
         self._url = url
         self._headers = dict(headers or {})
         self._connection: Connection | None = None
+        self._listed: tuple[list[tuple[str, str, dict[str, Any]]], tuple[Tool, ...]] | None = None
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property
@@ -218,18 +220,23 @@ class MCPServer:
             connection.alive = False
             why = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
             raise MCPServerError(self.name, f"listing its tools failed ({why})") from None
-        return tuple(
+        given = [(t.name, t.description or t.title or "", t.input_schema) for t in listed]
+        if self._listed is not None and self._listed[0] == given:
+            return self._listed[1]  # unchanged: the same tools (and the same stack)
+        tools = tuple(
             mcp_tool(
                 self.call,
                 server=self.name,
-                remote=t.name,
+                remote=remote,
                 prefix=self.prefix,
-                description=t.description or t.title or "",
-                schema=t.input_schema,
+                description=description,
+                schema=schema,
                 timeout=self.timeout,
             )
-            for t in listed
+            for remote, description, schema in given
         )
+        self._listed = (given, tools)
+        return tools
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Call the server's tool ``tool`` (its own name, without the prefix).
@@ -250,17 +257,11 @@ class MCPServer:
             await connection.close()
 
 
-def _signature(tools: Iterable[Tool]) -> str:
-    return json.dumps(
-        [[t.name, t.spec.description, t.spec.parameters] for t in tools], sort_keys=True
-    )
-
-
 @final
 class MCPTools:
     """The MCP servers of one agent: their tools, listed again at the start of each run."""
 
-    __slots__ = ("_signature", "_task", "servers", "tools")
+    __slots__ = ("_task", "servers", "tools")
 
     def __init__(self, servers: Iterable[MCPServer]) -> None:
         self.servers = tuple(servers)
@@ -271,7 +272,6 @@ class MCPTools:
             raise RegistrationError(msg)
         self.tools: tuple[Tool, ...] = ()
         """The tools of the last listing."""
-        self._signature: str | None = None
         self._task: asyncio.Task[bool] | None = None
 
     async def refresh(self) -> bool:
@@ -291,10 +291,9 @@ class MCPTools:
     async def _list(self) -> bool:
         listed = await asyncio.gather(*(s.tools() for s in self.servers))
         tools = tuple(t for server_tools in listed for t in server_tools)
-        signature = _signature(tools)
-        if signature == self._signature:
-            return False
-        self.tools, self._signature = tools, signature
+        if len(tools) == len(self.tools) and all(map(operator.is_, tools, self.tools)):
+            return False  # each server gave back the tools it listed last time
+        self.tools = tools
         return True
 
     async def aclose(self) -> None:
