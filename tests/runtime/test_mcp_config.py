@@ -85,7 +85,8 @@ async def test_container_agents_offer_configured_servers_and_shutdown_stops_them
     config = _toml(
         tmp_path / "fncore.toml",
         f"[mcp.servers.demo]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(DEMO)}]\n"
-        'prefix = "demo_"\ntimeout = 30\n',
+        'prefix = "demo_"\ntimeout = 30\n'
+        "[loop]\nmax_concurrent_tools = 1\n",  # in call order: `crash` runs after the others
     )
     container = load_container(config, environ={})
     [server] = container.mcp_servers()
