@@ -356,3 +356,34 @@ async def test_close_then_use_starts_it_again(demo: MCPServer) -> None:
     await demo.aclose()
     assert not demo.running
     assert (await demo.call("pid", {})).content != first
+
+
+def test_every_kind_of_content_block_becomes_text() -> None:
+    """Embedded resources (text or bytes), resource links, unknown blocks, empty results."""
+    from mcp_types import (
+        BlobResourceContents,
+        EmbeddedResource,
+        ResourceLink,
+        TextResourceContents,
+    )
+
+    from fncore.runtime._mcp_tools import result_of
+
+    blocks = [
+        EmbeddedResource(
+            type="resource", resource=TextResourceContents(uri="file:///a.txt", text="hello")
+        ),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(uri="file:///b.bin", blob="AAE=", mime_type="x/y"),
+        ),
+        ResourceLink(type="resource_link", name="doc", uri="file:///d", description="a doc"),
+        ResourceLink(type="resource_link", name="bare", uri="file:///e"),
+    ]
+    assert result_of(blocks, None, False).content.splitlines() == [
+        "hello",
+        "[resource file:///b.bin] data:x/y;base64,AAE=",
+        "[resource link doc file:///d]: a doc",
+        "[resource link bare file:///e]",
+    ]
+    assert result_of([], None, True) == ToolResult("", True)

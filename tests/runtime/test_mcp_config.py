@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_support import DEMO, TIME_SERVER, TOKEN, http_demo
+from mcp_support import TIME_SERVER, TOKEN, http_demo
 from returns.result import Success
 
 from fncore import ConfigError, Registry, load_container
@@ -84,19 +84,16 @@ async def test_container_agents_offer_configured_servers_and_shutdown_stops_them
     """[mcp.servers.*] in the file: the container's agents offer the tools; shutdown stops."""
     config = _toml(
         tmp_path / "fncore.toml",
-        f"[mcp.servers.demo]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(DEMO)}]\n"
-        'prefix = "demo_"\ntimeout = 30\n'
-        "[loop]\nmax_concurrent_tools = 1\n",  # in call order: `crash` runs after the others
+        f"[mcp.servers.time]\ncommand = [{json.dumps(TIME_SERVER)}]\n"
+        'prefix = "time_"\ntimeout = 30\n',
     )
     container = load_container(config, environ={})
     [server] = container.mcp_servers()
-    assert (server.name, server.prefix, server.timeout) == ("demo", "demo_", 30.0)
+    assert (server.name, server.prefix, server.timeout) == ("time", "time_", 30.0)
     agent = container.agent(registry=Registry())
-    outcome = await agent.run("2 3")
+    outcome = await agent.run("UTC")
     assert isinstance(outcome, Success)
-    assert "demo_add: 5" in outcome.unwrap().output
-    assert "demo_crash: MCP server 'demo' stopped during the call" in outcome.unwrap().output
-    assert (await server.call("add", {"a": 1, "b": 1})).content == "2"
+    assert 'time_get_current_time: {\n  "timezone": "UTC"' in outcome.unwrap().output
     assert server.running
     await container.shutdown()
     assert not server.running
