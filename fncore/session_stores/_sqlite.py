@@ -19,6 +19,7 @@ import asyncio
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -263,8 +264,25 @@ class _Sqlite:
         version = self._check(connection)
         if version < SCHEMA_VERSION:
             _in_transaction(connection, lambda: self._migrate(connection))
-        connection.execute("PRAGMA journal_mode = WAL")
+        self._use_wal(connection)
         connection.execute(f"PRAGMA synchronous = {self._synchronous.upper()}")
+
+    def _use_wal(self, connection: sqlite3.Connection) -> None:
+        """Switch the file to WAL, waiting out other connections as a write would.
+
+        The switch needs the file to itself, and SQLite answers SQLITE_BUSY at once (its
+        busy handler is not called) while another connection is opening or migrating it.
+        """
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorname != "SQLITE_BUSY" or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+            else:
+                return
 
     def _check(self, connection: sqlite3.Connection) -> int:
         """The file's schema version, after checking it is fncore's (or empty)."""
