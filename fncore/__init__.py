@@ -4,8 +4,7 @@ Middleware are plain async functions registered with decorators; a pure core fol
 into handlers that return ``Result`` values; provider adapters plug in at the edges.
 """
 
-from importlib.metadata import version as _distribution_version
-
+from fncore._distribution import installed_version
 from fncore._public import publish
 from fncore.container import ConfigError, Container, load_container
 from fncore.core import (
@@ -164,7 +163,7 @@ from fncore.session_stores import (
     open_session_store,
 )
 
-__version__ = _distribution_version("fncore")
+__version__ = installed_version()
 
 __all__ = [
     "Agent",

@@ -18,6 +18,7 @@ from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 from dependency_injector import containers, providers
 from typing_extensions import TypeVar as TypeVar_
 
+from fncore._distribution import install_hint
 from fncore._session_url import default_session_url
 from fncore.core import (
     Model,
@@ -122,7 +123,7 @@ def _provider_model(kind: str, section: Mapping[str, Any], owned: Owned) -> Mode
     except ImportError as exc:
         msg = (
             f"model kind {kind!r} needs the {_EXTRAS[kind]} SDK: "
-            f"pip install 'fncore[{_EXTRAS[kind]}]' ({exc})"
+            f"{install_hint(_EXTRAS[kind])} ({exc})"
         )
         raise ConfigError(msg) from None
     factory: Callable[[Mapping[str, Any]], Model] = getattr(module, attribute)

@@ -107,4 +107,4 @@ def test_adapter_objects_show_the_public_module() -> None:
 
 def test_version_is_the_installed_distribution_version() -> None:
     """`fncore.__version__` is read from the package metadata, not written by hand."""
-    assert fncore.__version__ == importlib.metadata.version("fncore")
+    assert fncore.__version__ == importlib.metadata.version("fncore-agents")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeAlias
 
 from fncore import Approve, ConfigError, RegistrationError, Reject, SessionStoreError
+from fncore._distribution import installed_version
 from fncore.cli._commands import (
     Waiting,
     overrides,
@@ -48,13 +48,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("fncore")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _add_shared(parser: argparse.ArgumentParser, *, top: bool, model: bool = True) -> None:
@@ -131,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="The trace of what each middleware saw goes to stderr; answers go to stdout.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {installed_version()}")
     _add_shared(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser(
@@ -149,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--trace",
         action="store_true",
-        help="also print the run's OpenTelemetry spans to stderr (needs fncore[otel])",
+        help="also print the run's OpenTelemetry spans to stderr (needs fncore-agents[otel])",
     )
     run.add_argument(
         "--session",

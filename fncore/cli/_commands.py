@@ -26,6 +26,7 @@ from fncore import (
     TextDelta,
     load_container,
 )
+from fncore._distribution import install_hint
 from fncore.cli._errors import CommandFailed
 from fncore.cli._example import build_example_agent
 from fncore.cli._sessions import open_store
@@ -110,7 +111,7 @@ def span_provider() -> PrintingProvider:
     except ImportError as exc:
         if not (exc.name or "").startswith("opentelemetry"):
             raise
-        msg = "--trace needs the OpenTelemetry SDK: pip install 'fncore[otel]'"
+        msg = f"--trace needs the OpenTelemetry SDK: {install_hint('otel')}"
         raise ConfigError(msg) from None
     return printing_provider(to_stderr)
 

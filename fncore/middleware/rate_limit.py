@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from pydantic import Field
 from returns.result import Failure, Success
 
+from fncore._distribution import install_hint
 from fncore.core import (
     DataPart,
     ModelCallContext,
@@ -119,7 +120,7 @@ def _open(url: str) -> tuple[Any, Any]:
         try:
             import redis.asyncio
         except ImportError:
-            msg = f"store {url!r} needs the Redis client: pip install 'fncore[redis]'"
+            msg = f"store {url!r} needs the Redis client: {install_hint('redis')}"
             raise ValueError(msg) from None
         # A bounded pool, as fncore's own Redis store: many concurrent calls share a few
         # connections instead of opening one each.

@@ -19,7 +19,6 @@ The page "trace" in the docs says it all in detail.
 
 from __future__ import annotations
 
-import importlib.metadata
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -43,6 +42,7 @@ from opentelemetry.trace import (
 from opentelemetry.util.types import Attributes
 from returns.result import Failure, Success
 
+from fncore._distribution import installed_version
 from fncore.core import (
     AgentError,
     Halt,
@@ -100,20 +100,13 @@ class _Telemetry:
         self.meters = meters
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("fncore")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
-        return "unknown"
-
-
 def _telemetry(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> _Telemetry | None:
     """The tracer and histograms of these providers; ``None`` when both record nothing.
 
     The API's own providers (before an SDK's is set, or the no-op ones) record nothing, so
     ``trace`` skips its work entirely for them.
     """
-    version = _version()
+    version = installed_version()
     tracer = None
     if not isinstance(tracer_provider, ProxyTracerProvider | NoOpTracerProvider):
         tracer = tracer_provider.get_tracer(SCOPE, version)

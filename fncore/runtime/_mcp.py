@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final
 from urllib.parse import urlsplit
 
+from fncore._distribution import install_hint
 from fncore.core import RegistrationError, Tool, ToolResult
 from fncore.core._checks import timeout_problem
 from fncore.runtime._mcp_tools import mcp_tool
@@ -134,7 +135,7 @@ class MCPServer:
         if problem is not None:
             raise RegistrationError(problem)
         if importlib.util.find_spec("mcp") is None:
-            msg = f"{where}: MCP servers need the mcp SDK: pip install 'fncore[mcp]'"
+            msg = f"{where}: MCP servers need the mcp SDK: {install_hint('mcp')}"
             raise RegistrationError(msg)
         self.name = name
         """The server's name."""

@@ -1,4 +1,4 @@
-"""The PostgreSQL session store: many processes, one database (``pip install 'fncore[postgres]'``).
+"""The PostgreSQL session store: many processes, one database (the ``postgres`` extra).
 
 psycopg 3, asynchronous, with a connection pool (psycopg_pool) opened on first use. The
 first use also checks the schema and creates or migrates it, under an advisory lock so
@@ -14,6 +14,7 @@ import asyncio
 import math
 from typing import TYPE_CHECKING, Any, TypeVar, final
 
+from fncore._distribution import install_hint
 from fncore._session_url import hide_password, redact_password
 from fncore.session_stores._errors import (
     NotASessionStore,
@@ -165,7 +166,7 @@ class _Postgres:
         try:
             import psycopg
         except ImportError:
-            msg = "a postgresql:// session store needs psycopg: pip install 'fncore[postgres]'"
+            msg = f"a postgresql:// session store needs psycopg: {install_hint('postgres')}"
             raise ConfigError(msg) from None
         try:
             psycopg.conninfo.conninfo_to_dict(conninfo)

@@ -98,7 +98,7 @@ def test_without_the_sdk_the_error_says_what_to_install(
     out, err = capsys.readouterr()
     assert out == ""
     assert err == (
-        "fncore: error: --trace needs the OpenTelemetry SDK: pip install 'fncore[otel]'\n"
+        "fncore: error: --trace needs the OpenTelemetry SDK: pip install 'fncore-agents[otel]'\n"
     )
 
 
@@ -118,7 +118,7 @@ def test_help_mentions_trace(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--trace" in out
-    assert "fncore[otel]" in out
+    assert "fncore-agents[otel]" in out
 
 
 def test_spans_whose_root_never_ended_are_printed_at_shutdown() -> None:

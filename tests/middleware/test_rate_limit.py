@@ -450,7 +450,7 @@ def test_redis_without_its_client_says_what_to_install(monkeypatch: pytest.Monke
     """A redis:// store without the redis package names the extra to install."""
     monkeypatch.setitem(sys.modules, "redis", None)
     monkeypatch.setitem(sys.modules, "redis.asyncio", None)
-    with pytest.raises(ValueError, match=r"pip install 'fncore\[redis\]'"):
+    with pytest.raises(ValueError, match=r"pip install 'fncore-agents\[redis\]'"):
         rate_limit(store="redis://127.0.0.1:1/0")
 
 
