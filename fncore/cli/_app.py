@@ -18,7 +18,9 @@ from fncore.cli._commands import (
     tools_command,
 )
 from fncore.cli._errors import CommandFailed
+from fncore.cli._logging import cli_logging
 from fncore.cli._sessions import ACTIONS, list_command, session_command
+from fncore.cli._text import safe
 
 PROG = "fncore"
 
@@ -194,7 +196,7 @@ def _one_line(text: str) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"{PROG}: error: {_one_line(message)}", file=sys.stderr)
+    print(f"{PROG}: error: {safe(_one_line(message))}", file=sys.stderr)
     return code
 
 
@@ -275,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     settings = overrides(args.provider, args.model, args.base_url)
     try:
-        return COMMANDS[args.command](args, settings)
+        with cli_logging():
+            return COMMANDS[args.command](args, settings)
     except UsageError as exc:
         return _fail(f"{exc} (see '{PROG} --help')", EXIT_USAGE)
     except Waiting:

@@ -30,6 +30,7 @@ from fncore._distribution import install_hint
 from fncore.cli._errors import CommandFailed
 from fncore.cli._example import build_example_agent
 from fncore.cli._sessions import open_store
+from fncore.cli._text import safe
 from fncore.cli._trace import Trace
 from fncore.middleware import trace as trace_builtin
 
@@ -51,8 +52,16 @@ class Waiting(Exception):
 
 
 def to_stderr(line: str) -> None:
-    """Write one trace line to standard error."""
-    print(line, file=sys.stderr, flush=True)
+    """Write one trace line to standard error, its control characters escaped (`safe`)."""
+    print(safe(line), file=sys.stderr, flush=True)
+
+
+def answer_text(text: str, out: TextIO) -> str:
+    """``text`` (an answer) as printed on ``out``: escaped (`safe`) when it is a terminal.
+
+    A pipe or a file gets the answer exactly as the model gave it.
+    """
+    return safe(text, lines=True) if out.isatty() else text
 
 
 def overrides(
@@ -127,7 +136,7 @@ def _ask(request: Any, ask: Callable[[str], str]) -> Decision:
     offered = [k for k in ("approve", "reject", "edit") if k in request.allowed]
     keys = "/".join(f"[{k[0]}]{k[1:]}" for k in offered)
     while True:
-        answer = ask(f"{request.description} {keys}: ").strip().lower()
+        answer = ask(f"{safe(request.description)} {keys}: ").strip().lower()
         if answer in {"a", "approve"} and "approve" in offered:
             return Approve()
         if answer in {"r", "reject"} and "reject" in offered:
@@ -162,7 +171,7 @@ async def settle(
             for request in paused.requests:
                 allowed = ", ".join(request.allowed)
                 print(
-                    f"waiting: {request.description} (call {request.call_id}; {allowed})",
+                    safe(f"waiting: {request.description} (call {request.call_id}; {allowed})"),
                     file=sys.stderr,
                     flush=True,
                 )
@@ -187,7 +196,7 @@ async def run_prompt(agent: Agent, prompt: str, out: TextIO, session_id: str | N
     """
     result = _unwrap(await agent.run(prompt, session_id=session_id))
     result = await settle(agent, result, out, terminal_asker())
-    print(result.output, file=out, flush=True)
+    print(answer_text(result.output, out), file=out, flush=True)
 
 
 async def stream_prompt(
@@ -209,7 +218,7 @@ async def stream_prompt(
         elif isinstance(event, TextDelta):
             streamed += event.text
             printed = True
-            out.write(event.text)
+            out.write(answer_text(event.text, out))
             out.flush()
         elif isinstance(event, RunCompleted):
             if printed and isinstance(event.outcome, Failure):
@@ -222,7 +231,7 @@ async def stream_prompt(
                 result = await settle(agent, result, out, terminal_asker())
                 streamed = ""
             if not streamed:
-                out.write(result.output)
+                out.write(answer_text(result.output, out))
             out.write("\n")
             out.flush()
 
@@ -292,7 +301,7 @@ def resume_command(
             await open_store(agent.sessions)
             result = _unwrap(await agent.resume(checkpoint_id, decision))
             result = await settle(agent, result, sys.stdout, terminal_asker())
-            print(result.output, flush=True)
+            print(answer_text(result.output, sys.stdout), flush=True)
 
     asyncio.run(resume_then_close())
 
@@ -317,7 +326,7 @@ def tools_command(*, config: str | None, settings: Mapping[str, Any], out: TextI
             finally:
                 await agent.aclose()
 
-    rows = asyncio.run(list_then_close())
+    rows = [(safe(name), safe(source)) for name, source in asyncio.run(list_then_close())]
     width = max((len(name) for name, _ in rows), default=0)
     for name, source in rows:
         print(f"{name:<{width}}  {source}", file=out)
@@ -330,4 +339,4 @@ def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:
         ConfigError: for bad configuration.
         RegistrationError: if the stack cannot be built.
     """
-    print(example_agent(config, settings)[1].describe())
+    print(safe(str(example_agent(config, settings)[1].describe()), lines=True))

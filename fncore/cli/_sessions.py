@@ -28,6 +28,7 @@ from fncore import (
 from fncore._session_url import redact_password
 from fncore.adapter import Part
 from fncore.cli._errors import CommandFailed
+from fncore.cli._text import safe
 from fncore.cli._trace import count
 
 _T = TypeVar("_T")
@@ -173,23 +174,29 @@ def session_command(
     _with_store(config, settings, on_one)
 
 
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, each safe to print (`safe`); one empty line for no text."""
+    return safe(text, lines=True).splitlines() or [""]
+
+
 def _part_lines(part: Part) -> list[str]:
+    """One part's lines, every stored text in them escaped: a session may hold anything."""
     if isinstance(part, TextPart):
-        return part.text.splitlines() or [""]
+        return _lines(part.text)
     if isinstance(part, ToolCallPart):
-        return [f"call {part.name}({part.arguments}) [{part.id}]"]
+        return [safe(f"call {part.name}({part.arguments}) [{part.id}]")]
     if isinstance(part, ToolResultPart):
         what = "error from" if part.is_error else "result of"
-        head = f"{what} {part.name} [{part.call_id}]:"
-        lines = part.content.splitlines()
+        head = safe(f"{what} {part.name} [{part.call_id}]:")
+        lines = _lines(part.content)
         if len(lines) <= 1:
-            return [f"{head} {part.content}".rstrip()]
+            return [f"{head} {lines[0]}".rstrip()]
         return [head, *(INDENT + line for line in lines)]
     if isinstance(part, ReasoningPart):
         text = part.text or ("[redacted]" if part.redacted else "")
-        lines = text.splitlines() or [""]
+        lines = _lines(text)
         return [f"thinking: {lines[0]}".rstrip(), *(INDENT + line for line in lines[1:])]
-    return [f"[{part.media_type}, {len(part.data)} bytes]"]  # a DataPart
+    return [safe(f"[{part.media_type}, {len(part.data)} bytes]")]  # a DataPart
 
 
 def render_message(message: Message) -> str:

@@ -11,11 +11,13 @@ from collections.abc import Callable
 from returns.result import Failure
 
 from fncore import (
+    Edit,
     Halt,
     ModelCallContext,
     ModelCallNext,
     ModelResponse,
     Outcome,
+    Pause,
     Registry,
     RunContext,
     RunNext,
@@ -45,9 +47,27 @@ def count(n: int, noun: str) -> str:
 
 
 def _halt(halt: Halt) -> str:
+    """How a ``Failure`` reads: a termination, a pause (not an error), or an error."""
     if isinstance(halt, Terminate):
         return f"terminated: {halt.output}"
+    if isinstance(halt, Pause):
+        return f"paused: waiting for approval ({', '.join(r.call_id for r in halt.requests)})"
     return f"error: {halt}"
+
+
+def _call(ctx: ToolCallContext) -> str:
+    """The call as it runs, ``tool({arguments as JSON})``, with a human's edit if any.
+
+    A call resumed with an `Edit` runs with the edited arguments (``approve``, inside this
+    middleware, applies the edit): they are shown as the tool validates them, as it runs
+    them. A resume refuses edited arguments that do not fit the tool before anything runs.
+    """
+    name = ctx.tool.name
+    decision = ctx.run.decision(ctx.call.id)
+    if not isinstance(decision, Edit):
+        return f"{name}({ctx.args.model_dump_json()})"
+    edited = ctx.tool.args_model.model_validate(dict(decision.arguments))
+    return f"{name}({edited.model_dump_json()}) edited"
 
 
 def _describe_response(response: ModelResponse) -> str:
@@ -104,7 +124,7 @@ def register_trace(registry: Registry, trace: Trace) -> None:
 
     @registry.on("tool_call", name="trace_tool_call")
     async def trace_tool_call(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
-        seen = f"[tool_call] {ctx.tool.name}({ctx.args.model_dump_json()})"
+        seen = f"[tool_call] {_call(ctx)}"
         outcome = await call_next(ctx)
         if isinstance(outcome, Failure):
             trace(f"{seen} -> {_halt(outcome.failure())}")

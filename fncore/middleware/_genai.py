@@ -11,6 +11,7 @@ messages as the conventions' JSON), each string held to a hard length cap.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import json
 from collections.abc import Iterable
@@ -209,6 +210,22 @@ def request_attributes(request: ModelRequest, streaming: bool) -> dict[str, Any]
 def usage_known(usage: Usage) -> bool:
     """Whether ``usage`` says anything: a model that reports none leaves it all zero."""
     return bool(usage.requests or usage.input_tokens or usage.output_tokens)
+
+
+def usage_since(total: Usage, before: Usage) -> Usage:
+    """What ``total`` spent beyond ``before`` (each count, never below zero).
+
+    Example:
+        >>> spent = usage_since(Usage(10, 4, requests=3), Usage(6, 1, requests=1))
+        >>> spent.input_tokens, spent.output_tokens, spent.requests
+        (4, 3, 2)
+    """
+    return Usage(
+        *(
+            max(0, getattr(total, f.name) - getattr(before, f.name))
+            for f in dataclasses.fields(Usage)
+        )
+    )
 
 
 def usage_attributes(usage: Usage) -> dict[str, int]:

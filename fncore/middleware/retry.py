@@ -1,7 +1,6 @@
 """`retry` and `retry_tools`: send a failed model call, or tool call, again.
 
-Both wait between attempts with exponential backoff and jitter, computed by stamina (which
-also logs each retry it schedules, through its instrumentation hooks), stop after
+Both wait between attempts with exponential backoff and jitter, computed by stamina, stop after
 ``max_attempts`` attempts and schedule no retry once ``max_time`` seconds have passed. A
 wait the error asks for (``retry_after`` of `RateLimited` or `RateLimitExceeded`) replaces
 the backoff; longer than ``max_retry_after``, or ending after ``max_time``, it is not
@@ -10,16 +9,23 @@ waited: the error is returned at once, for an outer `fallback` to act on.
 Outcomes are values, so each attempt's outcome is judged inside stamina's retry block: one
 worth retrying is raised there as a private exception, and the last one raised is turned
 back into the outcome it carries.
+
+Each retry scheduled is one line on the ``fncore.retry`` logger, at ``WARNING``: what
+failed, on which attempt of how many, why, and how long until the next attempt. It is
+written by a hook fncore adds to stamina's instrumentation hooks (next to stamina's own,
+which still run) whenever a retry sequence starts without it.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Generic, TypeVar
 
 import stamina
+import stamina.instrumentation
 from pydantic import Field
 from returns.result import Success
 
@@ -45,18 +51,62 @@ _T = TypeVar("_T")
 Attempts = Annotated[int, Field(ge=1, le=100)]
 """How many attempts in all, the first included."""
 
+_log = logging.getLogger("fncore.retry")
+
+CAUSE_LENGTH = 200
+"""The most characters of the cause a retry's log line quotes."""
+
 
 class _Again(Exception, Generic[_T]):
-    """An outcome worth another attempt, raised inside stamina's retry block."""
+    """An outcome worth another attempt, raised inside stamina's retry block.
 
-    def __init__(self, outcome: Outcome[_T], cause: AgentError | ToolResult) -> None:
+    It carries what is retried (``subject``) and of how many attempts, for the log line.
+    """
+
+    def __init__(
+        self, outcome: Outcome[_T], cause: AgentError | ToolResult, subject: str, attempts: int
+    ) -> None:
         self.outcome = outcome
         self.cause = cause
+        self.subject = subject
+        self.attempts = attempts
         what = f"error result {cause.content!r}" if isinstance(cause, ToolResult) else str(cause)
         super().__init__(what)
 
     def __repr__(self) -> str:
         return f"retryable({type(self.cause).__name__}: {self})"
+
+    def again(self, outcome: Outcome[_T], cause: AgentError | ToolResult) -> _Again[_T]:
+        """The same for another attempt's ``outcome``."""
+        return _Again(outcome, cause, self.subject, self.attempts)
+
+
+def _announce(details: stamina.instrumentation.RetryDetails) -> None:
+    """The hook stamina calls: one line on ``fncore.retry`` for each retry of ours."""
+    again = details.caused_by
+    if not isinstance(again, _Again):  # someone else's retry
+        return
+    cause = str(again)
+    if not isinstance(again.cause, ToolResult):
+        cause = f"{type(again.cause).__name__}: {cause}"
+    if len(cause) > CAUSE_LENGTH:
+        cause = cause[: CAUSE_LENGTH - 1] + "…"
+    _log.warning(
+        "%s: attempt %d of %d failed (%s); attempt %d in %.2f s",
+        again.subject,
+        details.retry_num,
+        again.attempts,
+        cause,
+        details.retry_num + 1,
+        details.wait_for,
+    )
+
+
+def _announced() -> None:
+    """Make sure `_announce` is among stamina's hooks (an application may reset them)."""
+    hooks = stamina.instrumentation.get_on_retry_hooks()
+    if _announce not in hooks:
+        stamina.instrumentation.set_on_retry_hooks((*hooks, _announce))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +132,7 @@ class _Backoff:
         timeout = None if deadline is None else deadline - time.monotonic()
         if timeout is not None and timeout <= 0:
             return first.outcome
+        _announced()
 
         def delay(exc: Exception) -> bool | float:
             """Retry after the backoff (True), after the error's own wait, or not at all."""
@@ -115,7 +166,7 @@ class _Backoff:
                     outcome = await attempt()
                     cause = cause_of(outcome)
                     if cause is not None:
-                        raise _Again(outcome, cause)
+                        raise first.again(outcome, cause)
         except _Again as last:
             return last.outcome
         return outcome
@@ -198,9 +249,8 @@ def retry(
         cause = cause_of(outcome)
         if cause is None:
             return outcome
-        return await backoff.again(
-            lambda: call_next(ctx), _Again(outcome, cause), started, cause_of
-        )
+        first = _Again(outcome, cause, f"model call to {ctx.model.name}", max_attempts)
+        return await backoff.again(lambda: call_next(ctx), first, started, cause_of)
 
     return registry
 
@@ -267,8 +317,8 @@ def retry_tools(
         cause = cause_of(outcome)
         if cause is None or max_attempts == 1:
             return outcome
-        return await backoff.again(
-            lambda: call_next(ctx), _Again(outcome, cause), started, cause_of
-        )
+        subject = f"tool call {ctx.tool.name} [{ctx.call.id}]"
+        first = _Again(outcome, cause, subject, max_attempts)
+        return await backoff.again(lambda: call_next(ctx), first, started, cause_of)
 
     return registry

@@ -14,6 +14,8 @@ reaches the model, so each retry and each fallback model shows. While the middle
 between them run, the current span is a stand-in for the model call: what they set on it
 (``cache`` sets ``fncore.cache.hit``) lands on the attempts' spans, or, when no attempt
 reached the model (a cache hit, a limit), on the one ``chat`` span recorded for the call.
+What they set after an attempt returned (``patch_tool_calls``' events) lands on that
+attempt's span, which ends, at the time the model answered, once the outer layer returns.
 The page "trace" in the docs says it all in detail.
 """
 
@@ -55,6 +57,7 @@ from fncore.core import (
     Pause,
     Registry,
     RunContext,
+    RunInfo,
     RunNext,
     RunResult,
     StreamEvent,
@@ -62,9 +65,11 @@ from fncore.core import (
     ToolCallContext,
     ToolCallNext,
     ToolResult,
+    Usage,
 )
 from fncore.middleware import _genai as g
 from fncore.middleware._place import ORDER, place
+from fncore.runtime._subagent import children_usage
 
 __all__ = ["trace"]
 
@@ -138,22 +143,46 @@ def _telemetry(tracer_provider: TracerProvider, meter_provider: MeterProvider) -
     return _Telemetry(tracer, meters)
 
 
+_NOTHING = Usage()
+"""What a run that is not a resume spent before it started (compared by identity)."""
+
+
+def _spent_before(run: RunInfo) -> tuple[Usage, Usage]:
+    """What a resumed reply had spent when it paused: by its loop, and in all.
+
+    "In all" adds its sub-agents' usage (the run's state, restored from the checkpoint): the
+    paused run's result counted both, and so does the resumed one's, from the reply's
+    start. A run that is not a resume has spent nothing before.
+    """
+    resume = run._resume
+    if resume is None:
+        return _NOTHING, _NOTHING
+    loop = resume.point.usage
+    children = children_usage(run)
+    return loop, loop if children is None else loop + children
+
+
 class _Run:
     """One traced run: its telemetry and its ``invoke_agent`` span.
 
     With content captured, the run's input and answer are taken from its model calls as the
     model got and gave them (``seen``, ``answer``), inside every other built-in: what a
     redactor kept from the model stays out of the run's span too.
+
+    A resumed run reports only what it spent itself: ``loop_before`` and ``before`` are what
+    the reply had spent when it paused (`_spent_before`), taken off the totals its results
+    carry, so the paused run's span and the resumed run's span add up to the reply's usage.
     """
 
-    __slots__ = ("answer", "described", "seen", "span", "telemetry")
+    __slots__ = ("answer", "before", "described", "loop_before", "seen", "span", "telemetry")
 
-    def __init__(self, telemetry: _Telemetry, span: Span) -> None:
+    def __init__(self, telemetry: _Telemetry, span: Span, run: RunInfo) -> None:
         self.telemetry = telemetry
         self.span = span
         self.described = False
         self.seen: str | None = None
         self.answer: Message | None = None
+        self.loop_before, self.before = _spent_before(run)
 
     def describe(self, provider: str, model: str) -> None:
         """Name the run's provider and model after its first model call (once)."""
@@ -166,9 +195,17 @@ class _ModelCall(Span):
     """The current span while a model call's middleware run, before an attempt opens one.
 
     Its span context is its parent's, so spans started under it nest under the run. What
-    is set on it is kept and copied onto each attempt's ``chat`` span as it starts, or onto
-    the one recorded for a call that no attempt reached the model for. Status, exceptions,
-    links and a new name are not kept.
+    is set on it is kept, and lands on the ``chat`` spans:
+
+    * set before the first attempt started (a cache's miss), on every attempt's span,
+      copied as each starts (`begin`);
+    * set after an attempt returned (``patch_tool_calls``' events), on that attempt's span:
+      it is held open (`hold`) until the next attempt starts or the call is over, then
+      ended at the time its attempt returned (`settle`);
+    * with no attempt (a cache hit, a limit), all of it on the one span recorded for the
+      call (`copy_to`).
+
+    Status, exceptions, links and a new name are not kept.
     """
 
     def __init__(self, parent: Span) -> None:
@@ -176,6 +213,11 @@ class _ModelCall(Span):
         self.attributes: dict[str, Any] = {}
         self.events: list[tuple[str, Attributes, int]] = []
         self.attempts = 0
+        self._shared: tuple[dict[str, Any], int] | None = None
+        self._late: dict[str, Any] = {}
+        self._copied = 0
+        self._held: Span | None = None
+        self._ended = 0
 
     def get_span_context(self) -> SpanContext:
         return self._parent.get_span_context()
@@ -185,9 +227,11 @@ class _ModelCall(Span):
 
     def set_attribute(self, key: str, value: Any) -> None:
         self.attributes[key] = value
+        self._late[key] = value
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         self.attributes.update(attributes)
+        self._late.update(attributes)
 
     def add_event(
         self, name: str, attributes: Attributes = None, timestamp: int | None = None
@@ -213,11 +257,51 @@ class _ModelCall(Span):
         pass
 
     def copy_to(self, span: Span) -> None:
-        """Add what was set on this stand-in to ``span``."""
-        if self.attributes:
-            span.set_attributes(self.attributes)
-        for name, attributes, timestamp in self.events:
-            span.add_event(name, attributes, timestamp)
+        """Add everything set on this stand-in to ``span`` (a call with no attempt)."""
+        _add(span, self.attributes, self.events)
+
+    def begin(self, span: Span) -> None:
+        """An attempt starts with ``span``: it gets what was set before the first attempt.
+
+        The attempt before, if any, is over: its span ends first (`settle`).
+        """
+        self.settle()
+        if self._shared is None:
+            self._shared = (dict(self.attributes), len(self.events))
+        attributes, count = self._shared
+        _add(span, attributes, self.events[:count])
+        self._late = {}
+        self._copied = len(self.events)
+
+    def hold(self, span: Span) -> None:
+        """Keep the returned attempt's ``span`` open for what is set after it; end it later.
+
+        One is held at a time: a span held already (attempts run side by side) ends first.
+        """
+        self.settle()
+        self._held = span
+        self._ended = time.time_ns()
+
+    def settle(self) -> None:
+        """End the held attempt's span, with what was set on this stand-in since it began."""
+        span = self._held
+        if span is None:
+            return
+        self._held = None
+        _add(span, self._late, self.events[self._copied :])
+        self._late = {}
+        self._copied = len(self.events)
+        span.end(self._ended)
+
+
+def _add(
+    span: Span, attributes: Mapping[str, Any], events: list[tuple[str, Attributes, int]]
+) -> None:
+    """Set ``attributes`` and add ``events`` on ``span``."""
+    if attributes:
+        span.set_attributes(attributes)
+    for name, event_attributes, timestamp in events:
+        span.add_event(name, event_attributes, timestamp)
 
 
 def _failed(span: Span, error_type: str, description: str) -> None:
@@ -230,8 +314,11 @@ def _raised(span: Span, exc: BaseException) -> None:
     _failed(span, type(exc).__qualname__, f"{type(exc).__qualname__} went through")
 
 
-def _halted(span: Span, halt: Halt, capture: bool, limit: int) -> None:
-    """Record a ``Failure``: a termination or a pause is not an error; an error is."""
+def _halted(span: Span, halt: Halt, capture: bool, limit: int, before: Usage = _NOTHING) -> None:
+    """Record a ``Failure``: a termination or a pause is not an error; an error is.
+
+    A loop error carries the usage spent; ``before`` of it was spent before a resume.
+    """
     if type(halt) is Terminate:
         span.set_attribute(g.TERMINATED, True)
         if capture:
@@ -241,8 +328,10 @@ def _halted(span: Span, halt: Halt, capture: bool, limit: int) -> None:
         span.set_attribute(g.PAUSED, True)
         return
     _failed(span, type(halt).__name__, g.clip(str(halt), limit))
-    if isinstance(halt, LoopError) and g.usage_known(halt.usage):
-        span.set_attributes(g.usage_attributes(halt.usage))
+    if isinstance(halt, LoopError):
+        spent = halt.usage if before is _NOTHING else g.usage_since(halt.usage, before)
+        if g.usage_known(spent):
+            span.set_attributes(g.usage_attributes(spent))
 
 
 class _Clock:
@@ -276,13 +365,19 @@ class _Clock:
 
 
 async def _within(
-    span: Span, step: Awaitable[Outcome[_T]], done: Callable[[Outcome[_T]], None]
+    span: Span,
+    step: Awaitable[Outcome[_T]],
+    done: Callable[[Outcome[_T]], None],
+    hold: Callable[[Span], None] | None = None,
 ) -> Outcome[_T]:
     """Await ``step`` with ``span`` current; ``done`` records the outcome; then end ``span``.
 
-    An exception passing through (cancellation) is recorded on the span and raised again.
+    With ``hold``, a span whose step returned is handed to it instead, to be ended later.
+    An exception passing through (cancellation) is recorded on the span and raised again,
+    and the span ends.
     """
     token = otel_context.attach(otel_trace.set_span_in_context(span))
+    held = False
     try:
         outcome = await step
     except BaseException as exc:
@@ -290,10 +385,14 @@ async def _within(
         raise
     else:
         done(outcome)
+        if hold is not None:
+            hold(span)
+            held = True
         return outcome
     finally:
         otel_context.detach(token)
-        span.end()
+        if not held:
+            span.end()
 
 
 def trace(
@@ -384,7 +483,7 @@ def trace(
             span = made.tracer.start_span(
                 f"{g.INVOKE_AGENT} {run.agent}", kind=SpanKind.INTERNAL, attributes=attributes
             )
-        traced = _Run(made, span)
+        traced = _Run(made, span, run)
         marker = current_run.set(traced)
         try:
             if made.tracer is None:  # metrics only: the caller's span stays the current one
@@ -400,12 +499,13 @@ def trace(
         if capture and run.seen is not None:
             span.set_attribute(g.INPUT_MESSAGES, run.seen)
         if type(outcome) is not Success:
-            _halted(span, outcome.failure(), capture, limit)
+            _halted(span, outcome.failure(), capture, limit, run.loop_before)
             return
         result: RunResult = outcome.unwrap()
         found: dict[str, Any] = {g.STOP_REASON: result.stop_reason, g.ROUNDS: result.rounds}
-        if g.usage_known(result.usage):
-            found.update(g.usage_attributes(result.usage))
+        spent = result.usage if run.before is _NOTHING else g.usage_since(result.usage, run.before)
+        if g.usage_known(spent):
+            found.update(g.usage_attributes(spent))
         if result.stop_reason == "terminated":
             found[g.TERMINATED] = True
         if capture:
@@ -429,6 +529,7 @@ def trace(
         finally:
             otel_context.detach(token)
             current_call.reset(marker)
+            call.settle()  # the last attempt's span, with what was set after it returned
         if call.attempts == 0 and call.is_recording():
             _unattempted(run.telemetry.tracer, ctx, call, outcome, started)
         return outcome
@@ -513,7 +614,7 @@ def trace(
                 kind=SpanKind.CLIENT,
                 attributes=_chat_attributes(ctx, provider, model_id, attempt),
             )
-            call.copy_to(span)
+            call.begin(span)
 
             own = ctx.run.calling is None  # not a middleware's own call (call_model)
             if capture and own and run.seen is None:
@@ -528,7 +629,7 @@ def trace(
                     _answered(span, outcome, clock.to_first)
 
             clock.start()
-            outcome = await _within(span, call_next(ctx), done)
+            outcome = await _within(span, call_next(ctx), done, call.hold)
         _measure(made.meters, ctx, outcome, provider, model_id, clock)
         return outcome
 

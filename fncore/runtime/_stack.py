@@ -25,11 +25,21 @@ _ONION_END = {
     "tool_call": "tool",
     "compress_context": "history unchanged",
 }
+"""What each onion position's chain ends in, in parentheses: it is not a middleware."""
+
+_BASE_PROMPT = "(agent instructions)"
+"""What the ``system_prompt`` chain starts from: the agent's own ``instructions``, in
+parentheses like the onions' ends, so it never reads as the ``instructions`` built-in."""
 
 
 @dataclass(frozen=True, slots=True)
 class StackDescription:
-    """The built stack, for humans: each position's middleware, outermost first."""
+    """The built stack, for humans: each position's middleware, outermost first.
+
+    As text, one line per position: what is not a middleware is in parentheses (the
+    onion's end, ``(model)``; the agent's own instructions the ``system_prompt``
+    transformers start from, ``(agent instructions)``).
+    """
 
     positions: Mapping[Position, tuple[str, ...]]
     """Middleware names per position, outermost (or first) first."""
@@ -48,7 +58,7 @@ class StackDescription:
                 for n in self.positions.get(position, ())
             ]
             if position == "system_prompt":
-                chain = " -> ".join(["instructions", *names])
+                chain = " -> ".join([_BASE_PROMPT, *names])
             else:
                 chain = " -> ".join([*names, f"({_ONION_END[position]})"])
             lines.append(f"{position:<17}{chain}")

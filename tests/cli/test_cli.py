@@ -136,8 +136,19 @@ def test_stack_lists_positions_and_middleware(capsys: pytest.CaptureFixture[str]
         assert any(line.startswith(position) for line in lines), position
     assert "trace_model_call -> (model)" in out
     assert "trace_tool_call -> (tool)" in out
-    assert "instructions -> add_instruction" in out
+    assert "system_prompt    (agent instructions) -> add_instruction\n" in out
     assert lines[-1].split() == ["tools", "add,", "multiply,", "word_count"]
+
+
+def test_stack_tells_the_agents_instructions_from_the_built_in(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The agent's own instructions are `(agent instructions)`; the built-in is `instructions`."""
+    config = tmp_path / "fncore.toml"
+    config.write_text('[[middleware]]\nuse = "instructions"\ntemplate = "Hi."\n', encoding="utf-8")
+    assert main(["stack", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "system_prompt    (agent instructions) -> add_instruction -> instructions\n" in out
 
 
 def test_stack_honours_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

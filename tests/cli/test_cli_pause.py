@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 from support import run_fncore
 
+from fncore import Edit
+from fncore.cli._commands import example_agent
+
 PROMPT = "What is 2 + 3?"
 ANSWER = "add: 5; multiply: 6; word_count: 5"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "approval.toml"
+WAITS = '[tool_call] multiply({"a":2,"b":3}) -> paused: waiting for approval (call_0_1)'
+"""The trace line of the call that waits: a pause, not an error."""
 
 
 @pytest.fixture
@@ -30,6 +35,8 @@ def paused(done: subprocess.CompletedProcess[str]) -> str:
     assert 'waiting: Run multiply with {"a": 2, "b": 3}? (call call_0_1; approve, edit, ' in (
         done.stderr
     )
+    assert WAITS in done.stderr.splitlines()
+    assert "Pause(" not in done.stderr
     checkpoint = done.stdout.splitlines()[-1]
     assert re.fullmatch(r"[0-9a-f]{32}", checkpoint), done.stdout
     return checkpoint
@@ -116,3 +123,18 @@ def test_at_a_terminal_the_run_asks(tmp_path: Path, config: str) -> None:
         '"b": 5}, not the ones you gave. Do not repeat the original call.]\n20; '
         "word_count: 5\n"
     )
+
+
+async def test_the_trace_shows_a_pause_then_the_edited_arguments(config: str) -> None:
+    """The waiting call reads as a pause; resumed with an edit, it shows what it ran with."""
+    lines: list[str] = []
+    container, agent = example_agent(config, {}, trace=lines.append)
+    async with container:
+        paused = (await agent.run(PROMPT)).unwrap().paused
+        assert paused is not None
+        assert WAITS in lines
+        lines.clear()
+        done = await agent.resume(paused.checkpoint_id, Edit({"a": 4, "b": "5"}))
+    assert done.unwrap().output.endswith("20; word_count: 5")
+    (call,) = [line for line in lines if line.startswith("[tool_call]")]
+    assert call.startswith('[tool_call] multiply({"a":4,"b":5}) edited -> [A human edited')
