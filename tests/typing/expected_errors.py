@@ -84,6 +84,18 @@ def decorated(ctx: ModelCallContext, call_next: ModelCallNext) -> Awaitable[Outc
     return call_next(ctx)
 
 
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+async def change_args(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
+    ctx.with_args(add, a="one", b=2)  # E: call-overload
+    ctx.with_args(add, a=1)  # E: call-overload
+    ctx.with_args(add, a=1, b=2, c=3)  # E: call-overload
+    ctx.with_args(add, 1, 2, 3)  # E: call-overload
+    return await call_next(ctx.with_args(add, a=1, b=2))
+
+
 def source_with_parameter(path: str) -> list[ToolResult]:
     return []
 

@@ -83,6 +83,8 @@ async def cache(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolRe
         return Success(ToolResult("0"))
     assert_type(ctx.arg("a", int), int)
     assert_type(ctx.with_args(b=2), ToolCallContext)
+    assert_type(ctx.with_args(add, a=1, b=ctx.arg("b", int) * 2), ToolCallContext)
+    assert_type(ctx.with_args(add, 1, 2), ToolCallContext)
     return await call_next(ctx)
 
 
