@@ -13,7 +13,7 @@ import importlib.metadata
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 from dependency_injector import containers, providers
 from typing_extensions import TypeVar as TypeVar_
@@ -373,6 +373,13 @@ class Container(containers.DeclarativeContainer, _Composition):
     """
 
     instance_type = ContainerInstance
+
+    if TYPE_CHECKING:
+        # dependency-injector declares `Container.__getattr__` returning `Provider[Any]`,
+        # which makes a misspelt provider (`container.modle()`) type-check. mypy falls back
+        # to `__getattr__` only when it is a method: declared as a plain attribute here, it
+        # is not, so an unknown name is an error in every subclass. Nothing runs here.
+        __getattr__: None  # type: ignore[assignment, misc]
 
     config = providers.Configuration(default=DEFAULT_SETTINGS.model_dump())
     """The configuration as `load_container` read it (see `Settings`), as a mapping:
