@@ -429,7 +429,7 @@ class Container(containers.DeclarativeContainer, _Composition):
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     env_prefix: str = "FNCORE_",
     container: None = None,
@@ -438,7 +438,7 @@ def load_container(
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     env_prefix: str = "FNCORE_",
     container: _C,
@@ -446,7 +446,7 @@ def load_container(
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     env_prefix: str = "FNCORE_",
     container: Container | None = None,

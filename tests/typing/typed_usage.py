@@ -1,6 +1,7 @@
 """Checked by ``mypy --strict``: what user code written against fncore infers to.
 
-Every ``assert_type`` line is a claim about the public types; CI runs mypy over this file.
+Every ``assert_type`` line is a claim about the public types; CI runs mypy over this file,
+with ``disallow_any_expr`` (``pyproject.toml``), so no expression here may be ``Any``.
 """
 
 from __future__ import annotations
@@ -181,6 +182,9 @@ async def main() -> None:
     assert_type(stream, RunStream)
     assert_type(await stream.result(), Result[RunResult, AgentError])
     assert_type(load_container(environ={}).agent(), Agent)
+    configured = load_container(overrides={"loop": {"max_iterations": 5}}, environ={})
+    assert_type(configured, Container)
+    assert_type(await multiply(2, 3), int)
     assert_type(CALLS, StateKey[int])
     direct = await count(ModelCallContext.__new__(ModelCallContext), on_model_call_next, limit=3)
     assert_type(direct, Outcome[ModelResponse])
