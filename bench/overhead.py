@@ -40,7 +40,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,7 +158,7 @@ class InstantModel:
         yield (await self.request(request)).unwrap()
 
 
-def _run_layer() -> Callable[[RunContext, RunNext], Awaitable[Outcome[RunResult]]]:
+def _run_layer() -> Callable[[RunContext, RunNext], Coroutine[object, object, Outcome[RunResult]]]:
     async def passthrough(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
         return await call_next(ctx)
 
@@ -166,7 +166,7 @@ def _run_layer() -> Callable[[RunContext, RunNext], Awaitable[Outcome[RunResult]
 
 
 def _model_layer() -> Callable[
-    [ModelCallContext, ModelCallNext], Awaitable[Outcome[ModelResponse]]
+    [ModelCallContext, ModelCallNext], Coroutine[object, object, Outcome[ModelResponse]]
 ]:
     async def passthrough(
         ctx: ModelCallContext, call_next: ModelCallNext
@@ -176,7 +176,9 @@ def _model_layer() -> Callable[
     return passthrough
 
 
-def _tool_layer() -> Callable[[ToolCallContext, ToolCallNext], Awaitable[Outcome[ToolResult]]]:
+def _tool_layer() -> Callable[
+    [ToolCallContext, ToolCallNext], Coroutine[object, object, Outcome[ToolResult]]
+]:
     async def passthrough(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
         return await call_next(ctx)
 

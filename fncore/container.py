@@ -13,7 +13,7 @@ import importlib.metadata
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 from dependency_injector import containers, providers
 from typing_extensions import TypeVar as TypeVar_
@@ -375,6 +375,13 @@ class Container(containers.DeclarativeContainer, _Composition):
 
     instance_type = ContainerInstance
 
+    if TYPE_CHECKING:
+        # dependency-injector declares `Container.__getattr__` returning `Provider[Any]`,
+        # which makes a misspelt provider (`container.modle()`) type-check. mypy falls back
+        # to `__getattr__` only when it is a method: declared as a plain attribute here, it
+        # is not, so an unknown name is an error in every subclass. Nothing runs here.
+        __getattr__: None  # type: ignore[assignment, misc]
+
     config = providers.Configuration(default=DEFAULT_SETTINGS.model_dump())
     """The configuration as `load_container` read it (see `Settings`), as a mapping:
     middleware read it with ``Provide["config.section.key"]``."""
@@ -423,7 +430,7 @@ class Container(containers.DeclarativeContainer, _Composition):
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     env_prefix: str = "FNCORE_",
     container: None = None,
@@ -432,7 +439,7 @@ def load_container(
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     env_prefix: str = "FNCORE_",
     container: _C,
@@ -440,7 +447,7 @@ def load_container(
 def load_container(
     path: str | os.PathLike[str] | None = None,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     env_prefix: str = "FNCORE_",
     container: Container | None = None,

@@ -388,7 +388,7 @@ def _source_of(
 def load_settings(
     path: str | os.PathLike[str] | None = None,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
     env_prefix: str = ENV_PREFIX,
 ) -> Settings:
@@ -411,7 +411,7 @@ def load_settings(
     """
     file = None if path is None else Path(path)
     env = dict(os.environ if environ is None else environ)
-    given = dict(overrides or {})
+    given: dict[str, Any] = dict(overrides or {})  # checked by Settings, key by key
     _check_variables(env, env_prefix)
     token = _LOAD.set(_Load(file, env, env_prefix))
     file_data: Mapping[str, Any] | None = None

@@ -29,7 +29,7 @@ FNCORE = {
     "ToolCallContext", "ToolCallNext", "ToolCallPart", "ToolCallStarted", "ToolChoice",
     "ToolEnd", "ToolResult", "ToolResultPart", "ToolResultReady", "ToolSpec", "ToolStart",
     "UnexpectedResponse", "UnknownToolCalled", "Usage", "UsageReported", "current_metadata",
-    "current_run", "default_registry", "hook", "load_container", "on", "recover", "tool",
+    "current_run", "default_registry", "hook", "load_container", "on", "recover", "cases", "tool",
     "tool_source", "Provide", "Provider", "list_provider", "__version__",
     "NotASessionStore", "NotSerializable", "PostgresSessionStore", "SessionSchemaTooNew",
     "SessionStoreCorrupt", "SessionStoreError", "SessionStoreUnavailable",

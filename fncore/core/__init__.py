@@ -121,7 +121,7 @@ from fncore.core._model import (
     ToolSpec,
     UsageReported,
 )
-from fncore.core._outcomes import Halt, Outcome, Terminate, recover
+from fncore.core._outcomes import Halt, Outcome, Terminate, cases, recover
 from fncore.core._output import OutputStrategy
 from fncore.core._pairing import check_pairing, open_calls, with_unique_call_ids
 from fncore.core._pause import (
@@ -335,6 +335,7 @@ __all__ = [
     "UnknownToolCalled",
     "Usage",
     "UsageReported",
+    "cases",
     "check_pairing",
     "default_registry",
     "error_for_status",

@@ -6,10 +6,11 @@ Contexts are immutable. To change what flows inward, pass a changed copy to ``ca
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeVar, final
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, final, overload
 
 from pydantic import BaseModel
 from returns.result import Failure
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from fncore.core._result import RunResult
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 _NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
 
 Emit = Callable[[StreamEvent], None]
@@ -313,11 +315,29 @@ class ToolCallContext:
             raise TypeError(msg)
         return found
 
-    def with_args(self, **changes: object) -> ToolCallContext:
-        """A copy whose arguments have ``changes`` applied, validated again by the tool.
+    @overload
+    def with_args(
+        self, function: Callable[_P, object], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> ToolCallContext: ...
+    @overload
+    def with_args(self, /, **changes: object) -> ToolCallContext: ...
+    def with_args(
+        self, function: Callable[..., object] | None = None, /, *args: object, **changes: object
+    ) -> ToolCallContext:
+        """A copy whose arguments have the changes applied, validated again by the tool.
+
+        Two forms. ``ctx.with_args(add, a=1, b=5)`` names the function the tool was made
+        from and passes arguments as a call to it would, so mypy checks their names and
+        types (and, as for a call, asks for every required one). ``ctx.with_args(b=5)``
+        changes only the named arguments, and works for any tool, also those that are no
+        Python function (MCP tools, sub-agents); mypy cannot check those values: the tool's
+        schema checks them when this runs. In both forms an argument not given keeps its
+        current value.
 
         Raises:
             pydantic.ValidationError: if a changed value does not fit the tool's schema.
+            ValueError: if ``function`` is not the function this call's tool was made from.
+            TypeError: if the arguments do not fit ``function``'s signature.
 
         Example:
             >>> def add(a: int, b: int) -> int:
@@ -327,7 +347,22 @@ class ToolCallContext:
             >>> ctx = ToolCallContext(None, ToolCallPart("c", "add"), t, args)
             >>> ctx.with_args(b=5).arg("b", int)
             5
+            >>> ctx.with_args(add, a=3, b=4).args
+            add_args(a=3, b=4)
         """
+        if function is not None:
+            if function != self.tool.function:
+                name = getattr(function, "__name__", type(function).__name__)
+                msg = (
+                    f"with_args({name}, ...) got the arguments of {name!r}, but this call is "
+                    f"to tool {self.tool.name!r}: pass the function that tool was made from, "
+                    f"or register the middleware with tools=[...] naming only its tools"
+                )
+                raise ValueError(msg)
+            changes = dict(inspect.signature(function).bind_partial(*args, **changes).arguments)
+        elif args:
+            msg = "with_args(...) takes the tool's function first, then its arguments"
+            raise TypeError(msg)
         data = {name: getattr(self.args, name) for name in type(self.args).model_fields}
         data.update(self.args.__pydantic_extra__ or {})
         data.update(changes)

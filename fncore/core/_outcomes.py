@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar, final
+from typing import TypeAlias, TypeVar, cast, final
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from fncore.core._errors import AgentError
 from fncore.core._pause import Pause
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
+_E = TypeVar("_E")
 
 
 @final
@@ -66,3 +68,27 @@ async def recover(
         if isinstance(halt, AgentError):
             return await handler(halt)
     return outcome
+
+
+def cases(outcome: Result[_V, _E], /) -> Success[_V] | Failure[_E]:
+    """``outcome`` itself, typed as the union mypy needs to narrow it exactly.
+
+    A ``Result[V, E]`` is always a ``Success`` or a ``Failure``, but mypy narrows
+    ``case Success(x)`` or ``isinstance(outcome, Success)`` on a ``Result`` to
+    ``Success[Any]``: it fills a class pattern's type arguments with ``Any`` instead of
+    taking them from the subject. On ``Success[V] | Failure[E]`` each branch keeps its
+    type: ``case Success(x)`` gives ``x: V``, ``case Failure(e)`` gives ``e: E``, and a
+    ``match`` with both cases is exhaustive. Match on ``cases(outcome)``; keep chaining
+    (``.map``, ``.bind``, ``.lash``) on the ``Result`` itself. Nothing is copied.
+
+    Example:
+        >>> from returns.result import Success
+        >>> match cases(Success(2)):
+        ...     case Success(number):
+        ...         number + 1
+        ...     case Failure(error):
+        ...         raise error
+        3
+    """
+    # returns has exactly these two subclasses of Result, and both are final.
+    return cast("Success[_V] | Failure[_E]", outcome)

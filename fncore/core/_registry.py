@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, TypeVar, final, get_args, overload
+from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar, final, get_args, overload
 
 from fncore.core._checks import timeout_problem
 from fncore.core._errors import Position, RegistrationError
@@ -59,6 +59,7 @@ _SubagentStartH = TypeVar("_SubagentStartH", bound=SubagentStartHook)
 _SubagentEndH = TypeVar("_SubagentEndH", bound=SubagentEndHook)
 _Fn = TypeVar("_Fn", bound=Callable[..., object])
 _R = TypeVar("_R")
+_P = ParamSpec("_P")
 _Source = TypeVar("_Source", bound=Callable[[], Iterable[Tool | ToolFunction]])
 
 AnyFunction: TypeAlias = Callable[..., Any]
@@ -454,7 +455,7 @@ class Registry:
         return decorate
 
     @overload
-    def tool(self, function: _Fn, /) -> _Fn: ...
+    def tool(self, function: Callable[_P, _R], /) -> Callable[_P, _R]: ...
     @overload
     def tool(
         self,
@@ -465,7 +466,7 @@ class Registry:
         description: str | None = None,
         timeout: float | None = None,
         inline: bool = False,
-    ) -> Callable[[_Fn], _Fn]: ...
+    ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
     def tool(
         self,
         function: Callable[..., object] | None = None,

@@ -54,5 +54,7 @@ class RunResult(Generic[_OutputT]):
     for; otherwise ``None``."""
 
 
-RunOutcome: TypeAlias = Result[RunResult, AgentError]
-"""What ``Agent.run`` returns: ``Success(RunResult)`` or ``Failure(AgentError)``."""
+RunOutcome: TypeAlias = Result[RunResult[_OutputT], AgentError]
+"""What ``Agent.run`` returns: ``Success(RunResult)`` or ``Failure(AgentError)``;
+``RunOutcome[T]`` for an ``Agent[T]`` (bare, ``T`` is ``str``). Match on
+``cases(outcome)`` to narrow it with exact types."""

@@ -23,7 +23,7 @@ A block ends the run with `GuardBlocked` (``on_block="error"``) or with ``Termin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -150,7 +150,7 @@ def guard(
 
 def _input_guard(
     guards: Sequence[Guardrail], policy: Policy
-) -> Callable[[RunContext, RunNext], Awaitable[Outcome[RunResult]]]:
+) -> Callable[[RunContext, RunNext], Coroutine[object, object, Outcome[RunResult]]]:
     async def guard_input(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
         messages = list(ctx.messages)
         for index, message in enumerate(messages):
@@ -174,7 +174,7 @@ def _output_guard(
     mode: Literal["blocking", "parallel"],
     window: int,
     seconds: float | None,
-) -> Callable[[ModelCallContext, ModelCallNext], Awaitable[Outcome[ModelResponse]]]:
+) -> Callable[[ModelCallContext, ModelCallNext], Coroutine[object, object, Outcome[ModelResponse]]]:
     async def guard_output(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
@@ -188,7 +188,7 @@ def _output_guard(
 
 def _tool_guard(
     per_tool: Mapping[str, Sequence[ToolGuardrail]], policy: Policy
-) -> Callable[[ToolCallContext, ToolCallNext], Awaitable[Outcome[ToolResult]]]:
+) -> Callable[[ToolCallContext, ToolCallNext], Coroutine[object, object, Outcome[ToolResult]]]:
     every = per_tool.get("*", ())
 
     async def guard_tool(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:

@@ -20,6 +20,7 @@ from fncore import (
     Registry,
     SystemPromptContext,
     list_provider,
+    load_container,
 )
 from fncore.testing import TestModel
 
@@ -62,6 +63,13 @@ AppContainer().greeters()[0].shout()  # E: attr-defined
 models: providers.Provider[list[Model]] = AppContainer.greeters  # E: assignment
 list_provider(add)  # E: arg-type
 list_provider()  # E: call-arg
+
+
+# A provider the container does not have (dependency-injector types any name `Provider[Any]`).
+load_container(environ={}).modle()  # E: attr-defined
+AppContainer().greetr()  # E: attr-defined
+Container().modle.override(Container.model)  # E: attr-defined
+Container.modle()  # E: attr-defined
 
 
 # Gap 3, closed: `container.agent(...)` checks every argument, as `Agent(...)` does.

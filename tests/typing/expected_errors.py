@@ -6,6 +6,9 @@ with the markers, line by line, so a signature that stops being caught fails CI.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+
 from returns.result import Success
 
 from fncore import (
@@ -50,6 +53,16 @@ async def tool_end_hook(event: ToolEnd) -> None:
     return None
 
 
+def returns_awaitable(
+    ctx: ModelCallContext, call_next: ModelCallNext
+) -> Awaitable[Outcome[ModelResponse]]:
+    return call_next(ctx)  # a plain def: registration refuses it at run time too
+
+
+def hook_returns_awaitable(event: ToolEnd) -> Awaitable[None]:
+    return asyncio.sleep(0)
+
+
 registry.on("model_call")(tool_mw)  # E: type-var
 registry.on("tool_call")(model_mw)  # E: type-var
 registry.on("model_call")(one_arg)  # E: type-var
@@ -62,6 +75,25 @@ registry.on("model_call", tools=["add"])(model_mw)  # E: call-overload
 registry.hook("run_start")(tool_end_hook)  # E: type-var
 registry.on("model_call", before="outer")(model_mw)  # E: call-overload
 registry.on("tool_call", tools="add")(tool_mw)  # E: call-overload
+registry.on("model_call")(returns_awaitable)  # E: type-var
+registry.hook("tool_end")(hook_returns_awaitable)  # E: type-var
+
+
+@registry.on("model_call")  # E: type-var
+def decorated(ctx: ModelCallContext, call_next: ModelCallNext) -> Awaitable[Outcome[ModelResponse]]:
+    return call_next(ctx)
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+async def change_args(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
+    ctx.with_args(add, a="one", b=2)  # E: call-overload
+    ctx.with_args(add, a=1)  # E: call-overload
+    ctx.with_args(add, a=1, b=2, c=3)  # E: call-overload
+    ctx.with_args(add, 1, 2, 3)  # E: call-overload
+    return await call_next(ctx.with_args(add, a=1, b=2))
 
 
 def source_with_parameter(path: str) -> list[ToolResult]:

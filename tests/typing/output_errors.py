@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 from pydantic import BaseModel
+from returns.result import Failure, Success
 
-from fncore import Agent, RunResult, load_container
+from fncore import Agent, RunResult, cases, load_container
 from fncore.testing import TestModel
 
 
@@ -29,3 +30,11 @@ async def main() -> None:
     print(container.agent(output_type=Weather).stream("x").result().city)  # E: attr-defined
     Agent(TestModel(), output_type=Weather, output_strategy="json")  # E: arg-type
     print(wrong, also)
+    match cases(await weather.run("Oslo")):  # what a case binds is typed, not Any
+        case Success(RunResult(output=forecast)):
+            forecast.upper()  # E: attr-defined
+        case Failure(error):
+            print(error.celsius)  # E: attr-defined
+    match cases(await plain.run("Oslo")):
+        case Success(RunResult(output=text)):
+            print(text.celsius)  # E: attr-defined

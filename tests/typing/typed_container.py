@@ -23,6 +23,7 @@ from fncore import (
     Registry,
     SystemPromptContext,
     list_provider,
+    load_container,
 )
 from fncore.testing import TestModel
 
@@ -105,6 +106,15 @@ assert_type(AppContainer().greeters(), list[Greeter])
 assert_type(AppContainer().greeters()[0].greet(), str)
 assert_type(AppContainer().tools()[0](2, 3), int)
 assert_type(list_provider(providers.Factory(Formal))(), list[Formal])
+
+
+# Every declared provider keeps its type; a name the container does not declare is an error
+# (`container_errors.py`), not a `Provider[Any]`.
+
+assert_type(AppContainer().greeter, providers.Factory[Greeter])
+assert_type(AppContainer().model, providers.Selector[Model])
+assert_type(load_container(environ={}).registry(), Registry)
+assert_type(AppContainer().config, providers.Configuration)
 
 
 # Gap 3, closed: `container.agent(...)` is a method typed with Agent's keyword arguments.

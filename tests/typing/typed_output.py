@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import assert_type
 
 from pydantic import BaseModel
-from returns.result import Result
+from returns.result import Failure, Result, Success
 from typing_extensions import TypedDict
 
 from fncore import (
@@ -22,9 +22,11 @@ from fncore import (
     Container,
     Registry,
     RunCompleted,
+    RunOutcome,
     RunResult,
     RunStream,
     TextDelta,
+    cases,
     load_container,
 )
 from fncore.testing import FunctionModel, TestModel
@@ -66,6 +68,20 @@ async def main() -> None:
     assert_type(outcome, Result[RunResult[Weather], AgentError])
     assert_type(outcome.unwrap().output, Weather)
     assert_type(outcome.map(lambda r: r.output.celsius), Result[float, AgentError])
+    assert_type(outcome, RunOutcome[Weather])
+    match cases(outcome):
+        case Success(RunResult(output=Weather(celsius=celsius))):
+            assert_type(celsius, float)
+        case Failure(error):
+            assert_type(error, AgentError)
+    match cases(outcome):
+        case Success(RunResult(output=output)):
+            assert_type(output, Weather)
+        case Failure(_):
+            pass
+    narrowed = cases(outcome)
+    if isinstance(narrowed, Success):
+        assert_type(narrowed.unwrap().output, Weather)
 
     stream = weather.stream("Paris")
     assert_type(stream, RunStream[Weather])
@@ -100,3 +116,8 @@ async def main() -> None:
 
     text: RunResult = (await plain.run("hi")).unwrap()
     assert_type(text.output, str)
+    match cases(await plain.run("hi")):
+        case Success(RunResult(output=answer)):
+            assert_type(answer, str)
+        case Failure(error):
+            assert_type(error, AgentError)

@@ -1,12 +1,13 @@
 """Checked by ``mypy --strict``: what user code written against fncore infers to.
 
-Every ``assert_type`` line is a claim about the public types; CI runs mypy over this file.
+Every ``assert_type`` line is a claim about the public types; CI runs mypy over this file,
+with ``disallow_any_expr`` (``pyproject.toml``), so no expression here may be ``Any``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, assert_type
+from typing import Literal, assert_never, assert_type
 
 from dependency_injector.wiring import Provide
 from returns.result import Failure, Result, Success
@@ -17,11 +18,13 @@ from fncore import (
     CompressContext,
     CompressNext,
     Container,
+    LoopError,
     Message,
     ModelCallContext,
     ModelCallNext,
     ModelResponse,
     Outcome,
+    Pause,
     ReasoningContext,
     ReasoningNext,
     Registry,
@@ -37,6 +40,7 @@ from fncore import (
     ToolCallNext,
     ToolEnd,
     ToolResult,
+    cases,
     load_container,
     recover,
 )
@@ -80,6 +84,8 @@ async def cache(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolRe
         return Success(ToolResult("0"))
     assert_type(ctx.arg("a", int), int)
     assert_type(ctx.with_args(b=2), ToolCallContext)
+    assert_type(ctx.with_args(add, a=1, b=ctx.arg("b", int) * 2), ToolCallContext)
+    assert_type(ctx.with_args(add, 1, 2), ToolCallContext)
     return await call_next(ctx)
 
 
@@ -92,6 +98,13 @@ async def retry_once(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome
 
     outcome = await recover(await call_next(ctx), again)
     assert_type(outcome, Outcome[ModelResponse])
+    match cases(outcome):
+        case Failure(Terminate(output=text)):
+            assert_type(text, str)
+        case Failure(halt):
+            assert_type(halt, Terminate | Pause | AgentError)
+        case Success(response):
+            assert_type(response, ModelResponse)
     return outcome
 
 
@@ -137,6 +150,28 @@ async def main() -> None:
     assert_type(outcome, Result[RunResult, AgentError])
     named: RunOutcome = outcome
     assert_type(named, RunOutcome)
+    assert_type(named, RunOutcome[str])
+    # Narrowing: through `cases`, each branch keeps its exact type, and two cases cover all.
+    match cases(outcome):
+        case Success(RunResult(output=output, rounds=rounds)):
+            assert_type(output, str)
+            assert_type(rounds, int)
+        case Failure(error):
+            assert_type(error, AgentError)
+        case unreachable:
+            assert_never(unreachable)
+    match cases(outcome):
+        case Success(whole):
+            assert_type(whole, RunResult[str])
+        case Failure(LoopError(messages=messages)):
+            assert_type(messages, tuple[Message, ...])
+    checked = cases(outcome)
+    assert_type(checked, Success[RunResult[str]] | Failure[AgentError])
+    if isinstance(checked, Success):
+        assert_type(checked.unwrap(), RunResult[str])
+        assert_type(checked.unwrap().output, str)
+    else:
+        assert_type(checked.failure(), AgentError)
     assert_type(load_container(environ={}, container=MyContainer()), MyContainer)
     assert_type(outcome.map(lambda r: r.output), Result[str, AgentError])
     assert_type(
@@ -147,6 +182,9 @@ async def main() -> None:
     assert_type(stream, RunStream)
     assert_type(await stream.result(), Result[RunResult, AgentError])
     assert_type(load_container(environ={}).agent(), Agent)
+    configured = load_container(overrides={"loop": {"max_iterations": 5}}, environ={})
+    assert_type(configured, Container)
+    assert_type(await multiply(2, 3), int)
     assert_type(CALLS, StateKey[int])
     direct = await count(ModelCallContext.__new__(ModelCallContext), on_model_call_next, limit=3)
     assert_type(direct, Outcome[ModelResponse])
