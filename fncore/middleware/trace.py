@@ -64,6 +64,7 @@ from fncore.core import (
     ToolResult,
 )
 from fncore.middleware import _genai as g
+from fncore.middleware._errors import checked
 from fncore.middleware._place import ORDER, place
 
 __all__ = ["trace"]
@@ -303,6 +304,7 @@ async def _within(
         span.end()
 
 
+@checked
 def trace(
     *,
     capture_content: bool = False,
