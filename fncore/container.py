@@ -74,9 +74,15 @@ class Owned:
         self._items: list[object] = []
 
     def add(self, item: object) -> None:
-        """Close ``item`` (if it has ``aclose``) when the container shuts down."""
-        if getattr(item, "aclose", None) is not None:
+        """Close ``item`` (if it has ``aclose``) when the container shuts down, once."""
+        if getattr(item, "aclose", None) is not None and all(i is not item for i in self._items):
             self._items.append(item)
+
+    def adopt(self, registry: Registry) -> Registry:
+        """`add` what ``registry`` owns (so one shared by two registries is closed once)."""
+        for resource in registry.resources:
+            self.add(resource)
+        return registry
 
     def keep(self, item: _T) -> _T:
         """`add` ``item`` and return it."""
@@ -237,7 +243,7 @@ def _registry(
     if not (allow or configured.middleware or configured.hooks or configured.resources):
         return base
     optional = set(plugins.get("optional") or [])
-    combined = owned.keep(Registry())
+    combined = Registry()
     combined.include(configured)
     combined.include(base)
     for name in allow:
@@ -249,7 +255,7 @@ def _registry(
         except RegistrationError as exc:
             msg = f"plugin {name!r}: {exc}"
             raise RegistrationError(msg) from None
-    return combined
+    return owned.adopt(combined)
 
 
 def _loop_settings(section: Mapping[str, Any]) -> LoopSettings:
@@ -305,6 +311,29 @@ class AgentOptions(TypedDict, total=False):
     mcp_servers: Iterable[MCPServer]
 
 
+def _parts(registry: Registry) -> tuple[object, ...]:
+    return (*registry.middleware, *registry.hooks, *registry.tools, *registry.tool_sources)
+
+
+def _given_registry(container: Any, given: Registry) -> Registry:
+    """``given`` in the place of the default registry, inside the configured middleware.
+
+    A registry that includes ``container.registry()`` whole already places them itself,
+    and is used as it is.
+    """
+    held = {id(part) for part in _parts(given)}
+    if all(id(part) in held for part in _parts(container.registry())):
+        return given
+    try:
+        return _registry(given, container.config(), container.middleware(), container.owned())
+    except RegistrationError as exc:
+        msg = (
+            f"{exc} (container.agent(registry=...) adds the configured [[middleware]] and "
+            "plugins to the registry given, unless it includes container.registry() whole)"
+        )
+        raise RegistrationError(msg) from None
+
+
 class _Composition:
     """What a container does beyond providing: build agents and close what it built."""
 
@@ -316,13 +345,22 @@ class _Composition:
     ) -> Agent[_OutputT]:
         """An agent on this container's model, registry, settings, instructions and store.
 
-        Any `Agent` argument given here wins over the container's; ``Provide[...]``
-        parameters of middleware are resolved from this container. ``output_type=T`` makes
-        an ``Agent[T]``; its strategy and retries come from ``[agent]`` in the settings.
+        Any `Agent` argument given here wins over the container's, but for ``registry``:
+        one given takes the place of the default registry, and the configured
+        ``[[middleware]]`` (outermost) and allowed plugins still apply, as they do without
+        one; unless it includes ``container.registry()`` whole, to place them itself.
+        ``Provide[...]`` parameters of middleware are resolved from this
+        container. ``output_type=T`` makes an ``Agent[T]``; its strategy and retries come
+        from ``[agent]`` in the settings.
+
+        Raises:
+            RegistrationError: if the stack cannot be built; among others, when the
+                registry given holds a middleware the configuration adds too.
         """
         c: Any = self
+        given = options.pop("registry", None)
         kwargs: dict[str, Any] = {
-            "registry": c.registry(),
+            "registry": c.registry() if given is None else _given_registry(c, given),
             "instructions": c.config.agent.instructions() or "",
             "settings": c.loop_settings(),
             "sessions": c.sessions(),

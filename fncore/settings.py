@@ -41,6 +41,7 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from fncore._session_url import redact_password, session_url_problem
+from fncore.core._checks import Seconds
 from fncore.core._loop import LoopSettings
 
 ENV_PREFIX = "FNCORE_"
@@ -83,7 +84,7 @@ class ModelConfig(_RedactedUrls):
     """The provider's base URL (an OpenAI-compatible server, a proxy); ``None``: its own."""
     api_key: SecretStr | None = None
     """The API key; ``None``: the provider's own variable (``OPENAI_API_KEY``, ...)."""
-    timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 60.0
+    timeout: Seconds = 60.0
     """Seconds per request."""
     max_retries: Annotated[int, Field(ge=0)] = 2
     """The SDK's own retries of failed requests."""
@@ -175,7 +176,7 @@ class MCPServerConfig(_RedactedUrls):
     """HTTP headers of every request, e.g. ``Authorization``."""
     prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] = ""
     """Put before each of the server's tool names, to keep them apart from others."""
-    timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 60.0
+    timeout: Seconds = 60.0
     """Seconds a tool call, or starting the server, may take."""
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ FNCORE = {
     "ModelNotFound", "ModelTimeout", "PermissionDenied", "ProviderUnavailable", "RateLimited",
     "StreamInterrupted", "Compaction", "CompressContext", "CompressNext", "ConfigError",
     "Container", "DataPart", "ErrorRaised", "GuardTripped", "Halt", "InMemorySessionStore",
-    "InvalidHistory",
+    "InvalidHistory", "InvalidPrompt",
     "LoopError", "LoopSettings", "MaxIterationsReached", "Message", "MiddlewareError", "Model",
     "ModelCallContext", "ModelCallNext", "ModelError", "ModelRequest", "ModelResponse",
     "ModelSettings", "Outcome", "Position", "ReasoningContext", "ReasoningDelta",

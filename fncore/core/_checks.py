@@ -1,8 +1,38 @@
-"""Checks of settings values shared by the places that take them."""
+"""Checks of settings values shared by the places that take them.
+
+A time in seconds (a timeout, a time to live, a lease, a period) is checked here and
+nowhere else: `timeout_problem` for values given in code, `Seconds` for pydantic fields and
+validated parameters (configuration, ``[[middleware]]`` entries, the built-ins' factories).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import math
+from typing import Annotated, TypeAlias
+
+from pydantic import BeforeValidator
+
+
+def seconds_problem(value: object) -> str | None:
+    """Why ``value`` is not a positive, finite number of seconds, or ``None`` if it is.
+
+    Example:
+        >>> seconds_problem(float("inf"))
+        'must be a positive, finite number of seconds, not inf'
+        >>> seconds_problem(True)
+        'must be a positive, finite number of seconds, not True'
+        >>> seconds_problem(0.5) is None
+        True
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        return f"must be a positive, finite number of seconds, not {value!r}"
+    return None
 
 
 def timeout_problem(value: object, name: str) -> str | None:
@@ -17,11 +47,20 @@ def timeout_problem(value: object, name: str) -> str | None:
         >>> timeout_problem(2.5, "tool_timeout") is None
         True
     """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        return f"{name} must be a positive, finite number of seconds, not {value!r}"
-    return None
+    problem = seconds_problem(value)
+    return None if problem is None else f"{name} {problem}"
+
+
+def _seconds(value: object) -> object:
+    """`Seconds`' check; text (an environment variable's value) is read as a number first."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    problem = seconds_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Seconds: TypeAlias = Annotated[float, BeforeValidator(_seconds)]
+"""A positive, finite number of seconds, as a pydantic field or a validated parameter."""

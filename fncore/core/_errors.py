@@ -26,6 +26,7 @@ an expected outcome. Every error says what failed, where, and what to do about i
     │   │                           (only with ``terminate_on_unknown_calls=True``)
     │   ├── OutputValidationFailed  the answer did not fit ``output_type``, retries included
     │   └── OutputMissing           the run stopped without an answer to give as ``output_type``
+    ├── InvalidPrompt               the prompt is not text, a message or a sequence of messages
     ├── InvalidHistory              the messages break the tool-call/result pairing
     ├── SessionError                the session store failed; the session is unchanged
     │   └── SessionConflict         another run committed to the session first
@@ -336,6 +337,14 @@ class OutputMissing(LoopError):
     """The run's text output (the termination text, say)."""
     paused: Paused | None = None
     """With ``stop_reason == "paused"``: what to resume, as on `RunResult`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InvalidPrompt(AgentError):
+    """What ``run`` or ``stream`` was given is not a prompt; nothing ran.
+
+    A prompt is a ``str`` (the user's text), a `Message`, or a sequence of messages.
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

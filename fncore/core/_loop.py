@@ -12,16 +12,15 @@ model or an event loop::
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, TypeAlias, final
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from returns.result import Result, Success
 
-from fncore.core._checks import timeout_problem
+from fncore.core._checks import Seconds
 from fncore.core._errors import (
     InvalidHistory,
     LoopError,
@@ -38,20 +37,6 @@ from fncore.core._tools import Tool
 from fncore.core._usage import NO_USAGE, Usage
 
 _AtLeastOne = Annotated[int, Field(ge=1)]
-
-
-def _seconds(value: object, info: ValidationInfo) -> object:
-    """A timeout: a positive, finite number of seconds (``None``: no limit, where allowed)."""
-    if value is None and info.field_name == "tool_timeout":
-        return None
-    if isinstance(value, str):  # from the environment: numbers arrive as text
-        with contextlib.suppress(ValueError):
-            value = float(value)
-    problem = timeout_problem(value, str(info.field_name))
-    if problem is not None:
-        allowed = " (or None, for no limit)" if info.field_name == "tool_timeout" else ""
-        raise ValueError(problem + allowed)
-    return value
 
 
 @final
@@ -76,7 +61,7 @@ class LoopSettings:
     """Run the model's tool calls automatically. ``False`` (Microsoft Agent Framework's
     ``enabled``): a response with tool calls ends the run unexecuted, with
     ``stop_reason="awaiting_tools"``; a later run given their results continues."""
-    tool_timeout: Annotated[float | None, BeforeValidator(_seconds)] = 300.0
+    tool_timeout: Seconds | None = 300.0
     """Seconds a tool may run before its call fails (``None``: no limit); a tool's own
     timeout wins."""
     max_concurrent_tools: _AtLeastOne = 8
@@ -84,7 +69,7 @@ class LoopSettings:
     max_tool_threads: _AtLeastOne = 16
     """Most sync tools of one agent running in worker threads at once; a thread abandoned
     past its timeout gives its place back."""
-    hook_timeout: Annotated[float, BeforeValidator(_seconds)] = 5.0
+    hook_timeout: Seconds = 5.0
     """Default seconds a hook may take before it is skipped with a warning."""
 
 

@@ -15,12 +15,10 @@ from typing import Annotated, Any, TypeVar
 from pydantic import ConfigDict, Field, validate_call
 
 from fncore.core import AgentError, ModelError, StreamEvent
+from fncore.core._checks import Seconds as Seconds  # the one definition, for the built-ins
 
 _S = TypeVar("_S")
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-"""A positive, finite number of seconds."""
 
 SomeSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 """Zero or more seconds, finite."""

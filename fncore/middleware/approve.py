@@ -95,7 +95,8 @@ def approve(
         name: The middleware's name, to tell two instances apart.
 
     Raises:
-        ValueError: for an empty ``decisions``, or a ``when`` name that does not import.
+        ValueError: for an empty ``tools`` or ``decisions``, or a ``when`` name that does
+            not import.
 
     Example:
         >>> registry = Registry()
@@ -103,6 +104,9 @@ def approve(
         >>> [(m.position, m.name, m.tools) for m in registry.middleware]
         [('tool_call', 'approve', ('delete_file',))]
     """
+    if tools is not None and not tools:
+        msg = "approve: tools is empty, so nothing would wait; list tool names, or leave it out"
+        raise ValueError(msg)
     allowed = tuple(k for k in ALL_DECISIONS if k in decisions)
     if not allowed:
         msg = "approve needs at least one decision to offer (approve, edit, reject, respond)"

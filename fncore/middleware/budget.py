@@ -48,6 +48,7 @@ from fncore.core import (
     StateKey,
     Usage,
 )
+from fncore.middleware._errors import Seconds, checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import (
     Turn,
@@ -64,11 +65,11 @@ HINT = "Your budget is spent. Give your final answer now, with what you have, wi
 MESSAGE = "Stopped: the budget is spent."
 """The output of a reply that ``exit="end"`` stops without another model call."""
 
-Amount = Annotated[float, Field(gt=0)]
-"""A budget: more than zero (weighted tokens, or money in the prices' currency)."""
+Amount = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+"""A budget: more than zero, finite (weighted tokens, or money in the prices' currency)."""
 
-Weight = Annotated[float, Field(ge=0)]
-"""How much a token counts toward a token budget."""
+Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""How much a token counts toward a token budget: zero or more, finite."""
 
 Meter = Literal["tokens", "cost"]
 """What a budget counts: weighted tokens, or cost."""
@@ -88,11 +89,11 @@ class Price(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input: float = Field(ge=0)
+    input: float = Field(ge=0, allow_inf_nan=False)
     """Per million input tokens."""
-    output: float = Field(ge=0)
+    output: float = Field(ge=0, allow_inf_nan=False)
     """Per million output tokens (reasoning tokens included)."""
-    cached_input: float | None = Field(default=None, ge=0)
+    cached_input: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Per million input tokens read from the provider's prompt cache (default: ``input``)."""
 
     def cost(self, usage: Usage) -> float:
@@ -225,6 +226,7 @@ def _exceeded(budget: _Budget, spent: float, name: str) -> BudgetExceeded:
     )
 
 
+@checked
 def budget(
     *,
     tokens_per_reply: Amount | None = 100_000,
@@ -237,7 +239,7 @@ def budget(
     cost_per_session: Amount | None = None,
     cost_per_tenant: Amount | None = None,
     tenant_key: str = "tenant",
-    period: Annotated[float, Field(gt=0)] = 86_400.0,
+    period: Seconds = 86_400.0,
     session_spend: Literal["state", "store"] = "state",
     store: str = "memory://",
     exit: Literal["end", "error"] = "end",
@@ -254,8 +256,8 @@ def budget(
             ``store``.
         input_weight: How much an input token counts.
         output_weight: How much an output token counts.
-        prices: Per model name, what a million tokens cost (`Price`); needed by the cost
-            budgets, and only by them.
+        prices: Per model name, what a million tokens cost (`Price`, or a mapping with its
+            keys, turned into one); needed by the cost budgets, and only by them.
         cost_per_reply: What one reply may cost, in the prices' currency.
         cost_per_session: What one session may cost over all its replies.
         cost_per_tenant: What one tenant may spend per ``period``, counted in ``store``.

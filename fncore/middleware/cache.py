@@ -26,9 +26,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import Field
 from returns.result import Failure, Success
 
 from fncore.core import (
@@ -58,6 +57,7 @@ from fncore.middleware._cache_json import (
     request_key,
     tool_key,
 )
+from fncore.middleware._errors import Seconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.stores import SharedStore, open_store
@@ -175,10 +175,7 @@ def _replayed(ctx: ModelCallContext, response: ModelResponse) -> Outcome[ModelRe
     return Success(replace(response, usage=Usage()))
 
 
-Seconds = Annotated[float, Field(gt=0)]
-"""A time to live: more than zero seconds."""
-
-
+@checked
 def cache(
     *,
     models: bool = True,

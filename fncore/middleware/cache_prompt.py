@@ -113,7 +113,8 @@ def cache_prompt(
         name: The middleware's name, to tell two instances apart.
 
     Raises:
-        ValueError: when the breakpoints asked for exceed Anthropic's 4 per request.
+        ValueError: when the breakpoints asked for exceed Anthropic's 4 per request, or
+            when it would mark nothing (every breakpoint and ``openai_key`` off).
 
     Example:
         >>> registry = Registry()
@@ -121,6 +122,9 @@ def cache_prompt(
         >>> [(m.position, m.name) for m in registry.middleware]
         [('model_call', 'cache_prompt')]
     """
+    if not (instructions or tools or messages or openai_key):
+        msg = "cache_prompt would mark nothing: keep instructions, tools, messages or openai_key"
+        raise ValueError(msg)
     breakpoints = int(instructions) + int(tools) + messages
     if breakpoints > MAX_BREAKPOINTS:
         msg = (

@@ -99,7 +99,7 @@ def guard(
 ) -> Registry:
     """Guardrails on the user's input, the model's output and tool calls.
 
-    With no guardrail at all it registers nothing and lets everything through.
+    One with nothing to check (no guardrail, no ``deny``) is refused: it would do nothing.
 
     Args:
         input_guards: Guardrails for each user message of the run's input, in order
@@ -121,8 +121,8 @@ def guard(
         name: The middleware's name, to tell two instances apart.
 
     Raises:
-        ValueError: for a ``deny`` pattern that is not a regular expression, or a guardrail
-            name that does not import.
+        ValueError: for nothing to check, a ``deny`` pattern that is not a regular
+            expression, or a guardrail name that does not import.
 
     Example:
         >>> registry = Registry()
@@ -134,7 +134,13 @@ def guard(
     first = [denied(deny)] if deny else []
     inputs: list[Guardrail] = first + functions(input_guards)
     outputs: list[Guardrail] = first + functions(output_guards)
-    per_tool = {tool: functions(gs) for tool, gs in (tool_guards or {}).items()}
+    per_tool = {tool: fs for tool, gs in (tool_guards or {}).items() if (fs := functions(gs))}
+    if not (inputs or outputs or per_tool):
+        msg = (
+            "guard has nothing to check: give input_guards, output_guards, tool_guards or "
+            "deny (or leave guard out)"
+        )
+        raise ValueError(msg)
     registry = Registry()
     where = place("guard")
     if inputs:

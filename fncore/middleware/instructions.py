@@ -88,7 +88,7 @@ def instructions(
 ) -> Registry:
     """Parts of the system prompt made for each round: metadata, a function, the date.
 
-    With none of ``template``, ``function`` and ``date`` it registers nothing.
+    One with none of ``template``, ``function`` and ``date`` is refused: it would add nothing.
 
     Args:
         template: Text with ``{field}`` s filled from ``run(..., metadata=...)``
@@ -103,8 +103,8 @@ def instructions(
         name: The middleware's name, to tell two instances apart.
 
     Raises:
-        ValueError: for a template that does not parse or has a positional field, an
-            unknown time zone, or a function name that does not import.
+        ValueError: for nothing to add, a template that does not parse or has a positional
+            field, an unknown time zone, or a function name that does not import.
 
     Example:
         >>> registry = Registry()
@@ -121,9 +121,13 @@ def instructions(
     made = import_function(function, "function") if isinstance(function, str) else function
     part_of: PromptFunction | None = made  # type: ignore[assignment]
     now = clock or _now
-    registry = Registry()
     if template is None and part_of is None and not date:
-        return registry
+        msg = (
+            "instructions has nothing to add: give template, function or date=True "
+            "(or leave instructions out)"
+        )
+        raise ValueError(msg)
+    registry = Registry()
 
     @registry.on("system_prompt", name=name, **place("instructions"))
     async def add_instructions(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:

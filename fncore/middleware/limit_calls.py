@@ -41,6 +41,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import Verdict, register_last_round, require_scopes
 
@@ -110,6 +111,7 @@ def _exceeded(
     )
 
 
+@checked
 def limit_calls(
     *,
     model_calls_per_reply: Count | None = 20,

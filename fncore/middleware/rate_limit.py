@@ -43,6 +43,7 @@ from fncore.core import (
     ToolCallPart,
     ToolResultPart,
 )
+from fncore.middleware._errors import SomeSeconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.stores import MAX_CONNECTIONS
@@ -342,12 +343,13 @@ Window = Annotated[int, Field(ge=1)]
 """A window: a whole number of seconds, at least one."""
 
 
+@checked
 def rate_limit(
     *,
     requests_per_minute: PerMinute | None = 60,
     tokens_per_minute: PerMinute | None = None,
     max_concurrent: Annotated[int, Field(ge=1)] | None = None,
-    max_wait: Annotated[float, Field(ge=0)] = 60.0,
+    max_wait: SomeSeconds = 60.0,
     output_reserve: Annotated[int, Field(ge=0)] = 1024,
     window: Window = 60,
     store: str = "memory://",

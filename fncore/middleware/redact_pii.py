@@ -217,8 +217,8 @@ def redact_pii(
         A registry holding the ``model_call`` and ``tool_call`` middleware.
 
     Raises:
-        ValueError: for a strategy of a detector not in use, ``hash`` without a salt, or a
-            bad custom detector.
+        ValueError: for no detector at all, a strategy of a detector not in use, ``hash``
+            without a salt, or a bad custom detector.
 
     Example:
         >>> registry = Registry()
@@ -230,6 +230,9 @@ def redact_pii(
         msg = "name must not be empty"
         raise ValueError(msg)
     rules = _rules(detectors, strategy, strategies or {}, custom or {}, salt)
+    if not rules.detectors:
+        msg = "redact_pii has nothing to find: keep some detectors, or add custom ones"
+        raise ValueError(msg)
     keeps = rules.pseudonymizes
     registry = Registry()
     where = place("redact_pii")

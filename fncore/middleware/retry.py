@@ -203,7 +203,8 @@ def retry(
     only while none of its events reached the consumer; after that its error is returned.
 
     Args:
-        max_attempts: Attempts in all, the first included (1: no retry).
+        max_attempts: Attempts in all, the first included (1: one call, retried neither
+            here nor by the model's SDK, whose own retries are off under ``retry``).
         max_time: Seconds from the first attempt after which no retry is scheduled (a
             backoff scheduled before may end up to ``wait_max`` later; a ``retry_after``
             wait that would end later is not taken); ``None``: no limit.
@@ -279,7 +280,7 @@ def retry_tools(
     would see last is kept: the result of the last attempt.
 
     Args:
-        max_attempts: Attempts in all, the first included (1: no retry).
+        max_attempts: Attempts in all, the first included: at least 2 (one retry).
         max_time: Seconds from the first attempt after which no retry is scheduled;
             ``None``: no limit.
         wait_initial: The first backoff, in seconds; each next one doubles it.
@@ -293,12 +294,21 @@ def retry_tools(
         tools: Only these tools (retry only what is safe to run twice); ``None``: all.
         name: The middleware's name, to tell two instances apart.
 
+    Raises:
+        ValueError: when it would retry nothing: ``max_attempts=1``, or an empty ``tools``.
+
     Example:
         >>> registry = Registry()
         >>> registry.include(retry_tools(max_attempts=2))
         >>> [m.name for m in registry.middleware]
         ['retry_tools']
     """
+    if max_attempts == 1 or (tools is not None and not tools):
+        msg = (
+            "retry_tools would retry nothing: set max_attempts to 2 or more, and list tool "
+            "names in tools or leave it out (every tool)"
+        )
+        raise ValueError(msg)
     should = when(on, ("error_result",), "error_result", _is_error_result)
     backoff = _Backoff(max_attempts, max_time, wait_initial, wait_max, wait_jitter, max_retry_after)
     registry = Registry()
@@ -315,7 +325,7 @@ def retry_tools(
         started = time.monotonic()
         outcome = await call_next(ctx)
         cause = cause_of(outcome)
-        if cause is None or max_attempts == 1:
+        if cause is None:
             return outcome
         subject = f"tool call {ctx.tool.name} [{ctx.call.id}]"
         first = _Again(outcome, cause, subject, max_attempts)

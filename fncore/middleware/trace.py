@@ -68,6 +68,7 @@ from fncore.core import (
     Usage,
 )
 from fncore.middleware import _genai as g
+from fncore.middleware._errors import checked
 from fncore.middleware._place import ORDER, place
 from fncore.runtime._subagent import children_usage
 
@@ -395,6 +396,7 @@ async def _within(
             span.end()
 
 
+@checked
 def trace(
     *,
     capture_content: bool = False,

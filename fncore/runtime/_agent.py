@@ -37,6 +37,7 @@ from fncore.core import (
     Emit,
     ErrorRaised,
     InvalidHistory,
+    InvalidPrompt,
     Message,
     MiddlewareError,
     Model,
@@ -100,12 +101,26 @@ _RUN_PREFIX = os.urandom(4).hex()
 _run_ids = itertools.count(1)
 
 
-def _as_messages(prompt: Prompt) -> tuple[Message, ...]:
+def _as_messages(prompt: object) -> tuple[Message, ...] | InvalidPrompt:
+    """The run's input messages, or why ``prompt`` is not a `Prompt`."""
     if isinstance(prompt, str):
         return (Message.user(prompt),)
     if isinstance(prompt, Message):
         return (prompt,)
-    return tuple(prompt)
+    if isinstance(prompt, Sequence) and not isinstance(prompt, bytes | bytearray):
+        messages = tuple(prompt)
+        wrong = [m for m in messages if not isinstance(m, Message)]
+        if not wrong:
+            return messages
+        found = f"a sequence holding {short_repr(wrong[0])} ({type(wrong[0]).__name__})"
+    else:
+        found = f"{short_repr(prompt)} ({type(prompt).__name__})"
+    return InvalidPrompt(
+        message=(
+            f"the prompt is {found}; give the user's text (a str), a Message, or a "
+            "sequence of Messages; nothing ran"
+        )
+    )
 
 
 def _store_name(store: object) -> str:
@@ -719,12 +734,19 @@ class Agent(Generic[OutputT]):
                 return Failure(unavailable)
         engine = self._engine
         new_input = _as_messages(prompt)
+        if isinstance(new_input, InvalidPrompt):
+            return Failure(new_input)
         session: Session | None = None
+        kept = State()
         if session_id is not None:
             loaded = await self._load(session_id)
             if type(loaded) is not Session:
                 return Failure(loaded)
             session = loaded
+            copied = session_state(session, f"session store {_store_name(self._sessions)}")
+            if type(copied) is not State:
+                return Failure(copied)
+            kept = copied
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
         run = RunInfo(
             f"{_RUN_PREFIX}-{next(_run_ids)}",
@@ -732,7 +754,7 @@ class Agent(Generic[OutputT]):
             State(parent=shared),
             emit,
             session_id,
-            State() if session is None else session_state(session),
+            kept,
             self.name,
             _caller=engine.call_model,
         )
@@ -875,6 +897,8 @@ class Agent(Generic[OutputT]):
 
     async def _load(self, session_id: str) -> Session | SessionError:
         store = self._sessions
+        if not callable(getattr(store, "commit", None)):  # checked before anything runs
+            return _no_commit(store, session_id, "nothing ran")
         try:
             loaded = await store.load(session_id)
         except Exception as exc:
@@ -917,7 +941,9 @@ class Agent(Generic[OutputT]):
             return planned
         update, found = planned  # type: ignore[misc]
         store = self._sessions
-        saved, raised, cancels = await finish(store.commit(update))
+        if not callable(getattr(store, "commit", None)):
+            return _no_commit(store, session.id, "the session is unchanged")
+        saved, raised, cancels = await finish(_committed(store, update))
         error = _commit_error(store, session, saved, raised)
         if error is None:
             if len(saved.messages) == update.keep + len(update.append):  # type: ignore[union-attr]
@@ -950,6 +976,26 @@ def _absorb(cancels: int) -> None:
     if task is not None:
         for _ in range(cancels):
             task.uncancel()
+
+
+def _no_commit(store: object, session_id: str, outcome: str) -> SessionError:
+    """The error of a store without ``commit`` (written to the protocol before it)."""
+    return SessionError(
+        message=(
+            f"session store {_store_name(store)} has no commit(update) method; a store "
+            "implements SessionStore: async load(session_id) and async commit(update) (one "
+            f"written for the older save(session) must change); {outcome}"
+        ),
+        session_id=session_id,
+    )
+
+
+async def _committed(store: SessionStore, update: SessionUpdate) -> Session | None:
+    """``store.commit(update)``; a store that raises at once, or returns no awaitable, raises here.
+
+    So `finish` gets what went wrong as the commit's exception, not as one that escapes.
+    """
+    return await store.commit(update)
 
 
 def _commit_error(

@@ -40,6 +40,7 @@ from fncore.core import (
     RunInfo,
     RunResult,
     Session,
+    SessionError,
     State,
     SystemPromptContext,
     Terminate,
@@ -53,7 +54,7 @@ from fncore.core import (
     check_pairing,
 )
 from fncore.core._contexts import RoundNote, RunRecord
-from fncore.core._fold import Handler, Layer, Step, chain_steps, fold_onion
+from fncore.core._fold import Handler, Layer, Step, chain_steps, fold_onion, short_repr
 from fncore.core._loop import (
     Fail,
     Finish,
@@ -106,11 +107,48 @@ class Hooks:
     subagent_end: tuple[HookEntry, ...] = ()
 
 
-def session_state(session: Session | None) -> State:
-    """A fresh `State` holding a deep copy of ``session``'s state (empty without one)."""
-    if session is None or not session.state:
+def session_state(
+    session: Session | None, source: str = "a run middleware"
+) -> State | SessionError:
+    """A fresh `State` holding a deep copy of ``session``'s state (empty without one).
+
+    Args:
+        session: The session the run continues, if any.
+        source: Where ``session`` came from, for the error's message.
+
+    Returns:
+        The state, or a `SessionError` if it is not a mapping or a value cannot be copied.
+    """
+    if session is None:
         return State()
-    return State(copy.deepcopy(dict(session.state)))
+    stored: object = session.state
+    if not isinstance(stored, Mapping):
+        return SessionError(
+            message=(
+                f"{source} returned session {session.id!r} with a state that is "
+                f"{short_repr(stored)} ({type(stored).__name__}); a session's state must be a "
+                "mapping of names to values; nothing ran"
+            ),
+            session_id=session.id,
+        )
+    if not stored:
+        return State()
+    memo: dict[int, Any] = {}  # one memo: values shared between keys stay shared
+    copied: dict[str, object] = {}
+    for key, value in stored.items():
+        try:
+            copied[key] = copy.deepcopy(value, memo)
+        except Exception as exc:
+            return SessionError(
+                message=(
+                    f"session {session.id!r} (from {source}) holds state {key!r} that cannot "
+                    f"be copied into the run ({type(exc).__name__}: {exc}); keep values that "
+                    "copy.deepcopy can copy (plain data, dataclasses) in session state; "
+                    "nothing ran"
+                ),
+                session_id=session.id,
+            )
+    return State(copied)
 
 
 def _messages_ok(ctx: CompressContext, value: object) -> bool:
@@ -313,10 +351,11 @@ class Engine:
         run = ctx.run
         session = ctx.session
         if session is not record.session:  # a run middleware moved the run to another session
+            state = session_state(session)
+            if type(state) is not State:
+                return Failure(state)
             run = replace(
-                run,
-                session_id=None if session is None else session.id,
-                session_state=session_state(session),
+                run, session_id=None if session is None else session.id, session_state=state
             )
         record.session, record.input, record.run = session, ctx.messages, run
         outcome = await self._looped(run, session, ctx.messages, ctx.tool_choice, ctx.settings)

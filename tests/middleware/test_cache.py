@@ -584,7 +584,8 @@ store = "{redis_url}"
 @pytest.mark.parametrize(
     ("entry", "words"),
     [
-        ({"use": "cache", "ttl": 0}, "greater than 0"),
+        ({"use": "cache", "ttl": 0}, "'ttl': must be a positive, finite number of seconds, not 0"),
+        ({"use": "cache", "ttl": float("inf")}, "'ttl': must be a positive, finite number of"),
         ({"use": "cache", "models": False}, "cache would cache nothing"),
         ({"use": "cache", "store": "memory://?max_entries=0"}, "max_entries must be a positive"),
     ],

@@ -14,7 +14,9 @@ from fncore import (
     ModelCallNext,
     ModelResponse,
     Outcome,
+    RegistrationError,
     Registry,
+    SystemPromptContext,
     load_container,
 )
 
@@ -125,3 +127,61 @@ async def test_the_container_closes_what_its_middleware_own() -> None:
     await c.shutdown()
     assert custom_factories.CLOSED == ["pool-a"]
     assert isinstance(await c.agent().run("hi"), Success)  # built afresh after a shutdown
+
+
+def mine() -> Registry:
+    """An application's registry: one system_prompt transformer named ``mine``."""
+    registry = Registry()
+
+    @registry.on("system_prompt", name="mine")
+    async def add(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
+        return Success(prompt + " mine")
+
+    return registry
+
+
+async def test_a_registry_given_to_agent_adds_to_the_configured_middleware() -> None:
+    """container.agent(registry=...) keeps every [[middleware]] entry, outermost, and the traces."""
+    c = container({"use": "trace"}, {"use": "custom_factories:stamp", "text": "first"})
+    agent = c.agent(registry=mine())
+    positions = agent.describe().positions
+    assert positions["system_prompt"] == ("stamp_first", "mine")
+    assert positions["run"][0] == "trace"
+    assert isinstance(await agent.run("hi"), Success)
+    assert c.model().requests[-1].instructions == " first mine"
+    assert c.agent(registry=Registry()).describe().positions["run"][0] == "trace"
+
+
+async def test_a_registry_that_includes_the_containers_is_used_as_it_is() -> None:
+    """Including container.registry() places the configured middleware where it stands."""
+    c = container({"use": "custom_factories:stamp", "text": "first"})
+    registry = mine()
+    registry.include(c.registry())
+    agent = c.agent(registry=registry)
+    assert agent.describe().positions["system_prompt"] == ("mine", "stamp_first")
+
+
+def test_a_given_registry_holding_a_configured_name_says_why() -> None:
+    """The same name from configuration and the registry given: the error says the rule."""
+    import custom_factories
+
+    c = container({"use": "custom_factories:stamp", "text": "first"})
+    with pytest.raises(RegistrationError) as raised:
+        c.agent(registry=custom_factories.stamp("first"))
+    assert "'stamp_first' is registered twice" in str(raised.value)
+    assert "adds the configured [[middleware]] and plugins to the registry given" in str(
+        raised.value
+    )
+
+
+async def test_what_configured_middleware_own_is_closed_once_whatever_the_agents() -> None:
+    """Agents built with and without a registry share the configured resources: closed once."""
+    import custom_factories
+
+    custom_factories.CLOSED.clear()
+    c = container({"use": "custom_factories:owning", "name": "pool-b"})
+    c.agent()
+    c.agent(registry=Registry())
+    c.agent(registry=mine())
+    await c.shutdown()
+    assert custom_factories.CLOSED == ["pool-b"]

@@ -349,9 +349,16 @@ async def test_a_tool_guard_for_another_tool_leaves_this_one_alone() -> None:
     assert (await agent_with(never, tools=[add]).run("1 and 2")).unwrap().output == "add: 3"
 
 
-async def test_a_guard_alone_registers_nothing() -> None:
-    """No guardrail: nothing is registered, everything passes."""
-    assert guard().middleware == ()
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"input_guards": [], "output_guards": []}, {"tool_guards": {"add": []}}],
+    ids=["nothing", "empty lists", "a tool with no guardrail"],
+)
+def test_a_guard_with_nothing_to_check_is_refused(options: dict[str, Any]) -> None:
+    """No guardrail and no deny: it would do nothing, so it is refused, in code and config."""
+    with pytest.raises(ValueError, match="guard has nothing to check"):
+        guard(**options)
+    assert "guard has nothing to check" in config_error({"use": "guard", **options})
 
 
 async def test_sub_calls_of_other_built_ins_are_not_checked() -> None:
@@ -367,12 +374,6 @@ async def test_sub_calls_of_other_built_ins_are_not_checked() -> None:
         return await call_next(ctx)
 
     assert (await agent_with(registry).run("fine")).unwrap().output == "fine"
-
-
-def test_use_guard_alone_loads_and_passes_everything() -> None:
-    """`use = "guard"` with no parameters loads and lets everything through."""
-    agent = configured({"use": "guard"}).agent()
-    assert asyncio.run(agent.run("password")).unwrap().output == "password"
 
 
 def test_deny_from_configuration() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import config_error, configured, outcome_of
+from helpers import config_error, outcome_of
 
 from fncore import Agent, Registry, SystemPromptContext, load_container
 from fncore.middleware import MissingField, instructions
@@ -106,14 +106,11 @@ async def test_all_parts_in_order_on_an_empty_prompt() -> None:
     assert model.requests[0].instructions == "For me.\n\nHelpful.\n\n2026"
 
 
-def test_nothing_set_registers_nothing() -> None:
-    """With no template, function or date, nothing is registered."""
-    assert instructions().middleware == ()
-
-
-def test_use_instructions_alone_loads() -> None:
-    """`use = "instructions"` with no parameters loads and changes nothing."""
-    configured({"use": "instructions"}).agent()
+def test_nothing_to_add_is_refused() -> None:
+    """No template, function or date: it would add nothing, so it is refused, code and config."""
+    with pytest.raises(ValueError, match="instructions has nothing to add"):
+        instructions(date=False, timezone="Europe/Paris")
+    assert "instructions has nothing to add" in config_error({"use": "instructions"})
 
 
 async def test_configuration_from_a_toml_file(tmp_path: Path) -> None:

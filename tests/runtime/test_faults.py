@@ -24,6 +24,7 @@ from fncore import (
     CompressContext,
     CompressNext,
     InMemorySessionStore,
+    InvalidPrompt,
     LoopSettings,
     Message,
     MiddlewareError,
@@ -37,6 +38,7 @@ from fncore import (
     ReasoningNext,
     RegistrationError,
     Registry,
+    RunCompleted,
     RunContext,
     RunEnd,
     RunNext,
@@ -95,6 +97,34 @@ async def test_a_wrong_value_is_a_middleware_error_naming_everything(
     assert (error.position, error.middleware) == (position, "wrong")
     assert "returned " in error.message
     assert "Failure(Terminate(...)), Failure(Pause(...)) or Failure(AgentError)" in error.message
+
+
+@pytest.mark.parametrize(
+    ("prompt", "found"),
+    [
+        (None, "the prompt is None (NoneType)"),
+        (123, "the prompt is 123 (int)"),
+        (b"hi", "the prompt is b'hi' (bytes)"),
+        ({"role": "user"}, "the prompt is {'role': 'user'} (dict)"),
+        ([Message.user("hi"), "there"], "a sequence holding 'there' (str)"),
+    ],
+    ids=["None", "int", "bytes", "dict", "list with a str"],
+)
+async def test_a_prompt_of_the_wrong_type_is_an_invalid_prompt(prompt: Any, found: str) -> None:
+    """Not text, a message or messages: InvalidPrompt saying what a prompt may be, both modes."""
+    model, store = TestModel(), InMemorySessionStore()
+    agent = Agent(model, registry=Registry(), sessions=store)
+    out = await agent.run(prompt, session_id="s")
+    error = out.failure()
+    assert type(error) is InvalidPrompt
+    assert found in error.message
+    assert "a str), a Message, or a sequence of Messages" in error.message
+    events = [event async for event in agent.stream(prompt)]
+    assert len(events) == 1
+    assert isinstance(events[0], RunCompleted)
+    assert type(events[0].outcome.failure()) is InvalidPrompt
+    assert model.requests == []
+    assert await store.load("s") is None
 
 
 async def test_the_langchain_cache_port_is_told_to_wrap_the_text() -> None:

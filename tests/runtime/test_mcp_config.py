@@ -56,7 +56,7 @@ def test_server_tables_are_typed_and_secrets_stay_hidden() -> None:
         ({}, "give either command"),
         ({"command": []}, "command must name the program"),
         ({"url": "h/mcp"}, "url must start with http"),
-        ({"command": ["x"], "timeout": -1}, "greater than 0"),
+        ({"command": ["x"], "timeout": -1}, "positive, finite number of seconds"),
         ({"command": ["x"], "prefix": "a b"}, "should match pattern"),
         ({"command": ["x"], "port": 1}, "Extra inputs"),
     ]:

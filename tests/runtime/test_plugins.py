@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fncore import RegistrationError, load_container
+from fncore import RegistrationError, Registry, load_container
 
 PLUGIN = '''
 from fncore import Registry, RunContext, RunNext, RunResult, Outcome
@@ -82,6 +82,13 @@ async def test_an_allowed_plugin_runs_and_gets_the_configuration(site: Path) -> 
     assert (await agent.run("hi")).unwrap().output == "hi [audit]"
     plugin = importlib.import_module("fncore_plugin_audit")
     assert plugin.SEEN == [{"team": "blue"}]
+
+
+async def test_an_allowed_plugin_runs_with_a_registry_given_too(site: Path) -> None:
+    """container.agent(registry=...) replaces the default registry, not the plugins."""
+    install(site, "audit", PLUGIN.replace("{name}", "audit"))
+    agent = container_with({"allow": ["audit"]}).agent(registry=Registry())
+    assert (await agent.run("hi")).unwrap().output == "hi [audit]"
 
 
 def test_a_plugin_that_is_not_allowed_is_never_imported(site: Path) -> None:

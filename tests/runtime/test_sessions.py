@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 
+import pytest
 from returns.result import Failure, Success
 from support import add, run_ok
 
@@ -341,6 +343,128 @@ async def test_a_misbehaving_store_gives_a_session_error_naming_it() -> None:
         assert error.session_id == "s"
         assert await agent.stream("hi", session_id="s").result() == out
         assert len(model.requests) == (0 if how.startswith("load") else 2)
+
+
+class StateStore:
+    """A user's store whose sessions come back with ``state`` as given."""
+
+    def __init__(self, state: object) -> None:
+        self.state = state
+        self.commits = 0
+
+    async def load(self, session_id: str) -> Session | None:
+        """A session holding the state it was given."""
+        return Session(session_id, (), self.state)  # type: ignore[arg-type]
+
+    async def commit(self, update: SessionUpdate) -> Session | None:
+        """Count the commit and take it."""
+        self.commits += 1
+        return update.apply(None)
+
+
+@pytest.mark.parametrize(
+    ("state", "words"),
+    [
+        (["a", "b"], "StateStore returned session 's' with a state that is ['a', 'b'] (list)"),
+        ("ab", "StateStore returned session 's' with a state that is 'ab' (str)"),
+        ({"lock": threading.Lock()}, "holds state 'lock' that cannot be copied into the run"),
+    ],
+    ids=["list", "str", "a lock"],
+)
+async def test_a_stored_state_that_is_not_a_mapping_of_copyable_values_is_a_session_error(
+    state: object, words: str
+) -> None:
+    """State a store gives back as a list, a string or with an uncopyable value: SessionError."""
+    model, store = TestModel(), StateStore(state)
+    agent = Agent(model, registry=Registry(), sessions=store)
+    out = await agent.run("hi", session_id="s")
+    error = out.failure()
+    assert type(error) is SessionError
+    assert words in error.message
+    assert error.message.endswith("nothing ran")
+    assert await agent.stream("hi", session_id="s").result() == out
+    assert (model.requests, store.commits) == ([], 0)
+
+
+async def test_a_run_middleware_moving_to_a_session_with_bad_state_is_a_session_error() -> None:
+    """A session a run middleware switches to is checked as a loaded one is."""
+    registry = Registry()
+
+    @registry.on("run")
+    async def move(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
+        odd = Session("other", (), ["x"])  # type: ignore[arg-type]
+        return await call_next(dataclasses.replace(ctx, session=odd))
+
+    model = TestModel()
+    out = await Agent(model, registry=registry).run("hi")
+    error = out.failure()
+    assert type(error) is SessionError
+    assert "a run middleware returned session 'other' with a state" in error.message
+    assert model.requests == []
+
+
+class OldStore:
+    """A user's store written to the protocol before ``commit``: ``load`` and ``save``."""
+
+    def __init__(self) -> None:
+        self.loads = 0
+
+    async def load(self, session_id: str) -> Session | None:
+        """Nothing stored yet."""
+        self.loads += 1
+        return None
+
+    async def save(self, session: Session) -> None:
+        """The old way to store a session."""
+
+
+async def test_a_store_without_commit_is_a_session_error_before_the_model_answers() -> None:
+    """A store without commit fails the run before anything runs, not after the answer."""
+    model, store = TestModel(), OldStore()
+    agent = Agent(model, registry=Registry(), sessions=store)  # type: ignore[arg-type]
+    out = await agent.run("hi", session_id="s")
+    error = out.failure()
+    assert type(error) is SessionError
+    assert "session store OldStore has no commit(update) method" in error.message
+    assert error.session_id == "s"
+    assert await agent.stream("hi", session_id="s").result() == out
+    assert (model.requests, store.loads) == ([], 0)
+
+
+async def test_a_run_middleware_moving_to_a_session_of_a_store_without_commit() -> None:
+    """Moved into a session by a run middleware, a store without commit fails at the commit."""
+    registry = Registry()
+
+    @registry.on("run")
+    async def move(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
+        return await call_next(dataclasses.replace(ctx, session=Session("other")))
+
+    agent = Agent(TestModel(), registry=registry, sessions=OldStore())  # type: ignore[arg-type]
+    error = (await agent.run("hi")).failure()
+    assert type(error) is SessionError
+    assert "has no commit(update) method" in error.message
+    assert error.message.endswith("the session is unchanged")
+
+
+class SyncStore:
+    """A user's store whose ``commit`` is a plain function that raises at once."""
+
+    async def load(self, session_id: str) -> Session | None:
+        """Nothing stored yet."""
+        return None
+
+    def commit(self, update: SessionUpdate) -> Session | None:
+        """Refuse, before any await."""
+        msg = "read-only replica"
+        raise PermissionError(msg)
+
+
+async def test_a_commit_that_raises_before_awaiting_is_a_session_error() -> None:
+    """commit() raising when called, not when awaited, is a SessionError too."""
+    agent = Agent(TestModel(), registry=Registry(), sessions=SyncStore())  # type: ignore[arg-type]
+    error = (await agent.run("hi", session_id="s")).failure()
+    assert type(error) is SessionError
+    assert "could not commit session 's': PermissionError: read-only replica" in error.message
 
 
 async def test_a_store_is_not_touched_without_a_session_id() -> None:
