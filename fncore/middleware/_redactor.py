@@ -89,7 +89,8 @@ class Pass:
         self._placeholders: dict[str, str] | None = None
         self._counts: dict[str, int] = {}
         if pseudonyms is not None and restore and pseudonyms:
-            detectors = (Detector("placeholder", "", self._known_placeholders), *detectors)
+            restored = Detector("placeholder", "", self._known_placeholders, loose=True)
+            detectors = (restored, *detectors)
         self._detectors = detectors
 
     def _known_placeholders(self, text: str) -> Iterator[tuple[int, int]]:

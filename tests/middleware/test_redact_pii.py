@@ -48,8 +48,13 @@ POSITIVE = [
     ("phone", "or 020 7946 0958 please", "020 7946 0958"),
     ("credit_card", "card 4111 1111 1111 1111 ok", "4111 1111 1111 1111"),
     ("credit_card", "amex 378282246310005.", "378282246310005"),
+    ("credit_card", "amex 3782 822463 10005 ok", "3782 822463 10005"),
+    ("credit_card", "card 4111-1111-1111-1111 1 time", "4111-1111-1111-1111"),
+    ("credit_card", "ref 12 4111111111111111 56", "4111111111111111"),
     ("iban", "pay GB82 WEST 1234 5698 7654 32 now", "GB82 WEST 1234 5698 7654 32"),
     ("iban", "to DE89370400440532013000", "DE89370400440532013000"),
+    ("iban", "to DE89 3704 0044 0532 0130 00 EUR 500", "DE89 3704 0044 0532 0130 00"),
+    ("iban", "ref AB12 GB82-WEST-1234-5698-7654-32.", "GB82-WEST-1234-5698-7654-32"),
     ("ipv4", "host 192.168.1.10 is up", "192.168.1.10"),
     ("ipv6", "host 2001:db8::8a2e:370:7334 is up", "2001:db8::8a2e:370:7334"),
     ("ipv6", "loopback ::1 too", "::1"),
@@ -97,7 +102,9 @@ NEGATIVE = [
     ("email", "an @handle and a@b and x@localhost"),
     ("phone", "on 2026-11-23, 12 items, version 3.1"),
     ("credit_card", "card 4111 1111 1111 1112 fails Luhn"),
+    ("credit_card", "ref 1234 5678 9012 3456 7890: no part of it passes Luhn"),
     ("iban", "GB83WEST12345698765432 fails mod 97"),
+    ("iban", "DE12 3704 0044 0532 0130 00 EUR 500: no part of it passes mod 97"),
     ("ipv4", "999.1.1.1 and 1.2.3 are not addresses"),
     ("ipv6", "time 12:30:45 and a:b"),
     ("mac", "00:1A:2B:3C:4D is short"),
@@ -185,6 +192,66 @@ async def test_custom_detectors_from_a_regex_and_a_function() -> None:
     }
     await agent(model, **options).run("TCK-42 for EMP123")
     assert requests[0].messages[-1].text == "[TICKET] for [EMPLOYEE]"
+
+
+GROUPED = [
+    (
+        "Pay with card 4111 1111 1111 1111 12/27 please",
+        "Pay with card [CREDIT_CARD] 12/27 please",
+    ),
+    ("card 4111-1111-1111-1111 1 time", "card [CREDIT_CARD] 1 time"),
+    ("Transfer to DE89 3704 0044 0532 0130 00 EUR 500", "Transfer to [IBAN] EUR 500"),
+    ("IBAN: GB82 WEST 1234 5698 7654 32 BIC: NWBKGB2L", "IBAN: [IBAN] BIC: NWBKGB2L"),
+]
+"""Card numbers and IBANs followed by more digits or words, as each reached the model."""
+
+
+@MODES
+@pytest.mark.parametrize(("text", "expected"), GROUPED)
+async def test_a_number_followed_by_digits_or_words_is_found(
+    stream: bool, text: str, expected: str
+) -> None:
+    """With the defaults, a card number or IBAN with more after it never reaches the model."""
+    model, requests = seen_by_model()
+    subject = agent(model)
+    if stream:
+        await streamed(subject, text)
+    else:
+        await subject.run(text)
+    assert requests[0].messages[-1].text == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), GROUPED)
+async def test_a_streamed_number_followed_by_digits_or_words_is_found(
+    text: str, expected: str
+) -> None:
+    """The same numbers written by the model, streamed three characters at a time."""
+    model = ScriptedModel([text])
+    model.chunk = 3
+    events, outcome = await streamed(agent(model), "hi")
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == expected
+    assert outcome.unwrap().output == expected
+
+
+async def test_values_found_overlapping_are_redacted_as_one() -> None:
+    """Two detectors' values that overlap: no part of either is left, under the first's label."""
+    model, requests = seen_by_model()
+    options: dict[str, Any] = {"detectors": [], "custom": {"left": "AB CD", "right": "CD EF"}}
+    await agent(model, **options).run("xx AB CD EF yy")
+    assert requests[0].messages[-1].text == "xx [LEFT] yy"
+
+
+async def test_a_placeholder_never_carries_a_value_found_around_it() -> None:
+    """A value the model wrote over a placeholder's end is redacted, never passed on raw."""
+    model = ScriptedModel(["see <EMAIL_1>7788 ok"])
+    options: dict[str, Any] = {
+        "detectors": ["email"],
+        "strategy": "pseudonymize",
+        "strategies": {"code": "redact"},
+        "custom": {"code": r"\d>\d{4}"},
+    }
+    outcome = await agent(model, **options).run("I am ann@example.org")
+    assert outcome.unwrap().output == "see <EMAIL_[CODE] ok"
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from fncore import (
 )
 from fncore.core._model import ModelStreamItem
 from fncore.middleware import redact_pii
-from fncore.middleware._pii import BUILTIN
+from fncore.middleware._pii import BUILTIN, find
 from fncore.middleware._redactor import Rules, Streamer
 from fncore.testing import ScriptedModel, tool_calls
 
@@ -50,6 +50,7 @@ class Pieces:
 
     def __init__(self, pieces: Sequence[str]) -> None:
         self.pieces = list(pieces)
+        self.requests: list[ModelRequest] = []
 
     @property
     def name(self) -> str:
@@ -58,10 +59,12 @@ class Pieces:
 
     async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
         """The whole answer at once."""
+        self.requests.append(request)
         return Success(ModelResponse(Message.assistant("".join(self.pieces))))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         """Each piece as a text delta, then the response."""
+        self.requests.append(request)
         for piece in self.pieces:
             yield TextDelta(piece)
         yield ModelResponse(Message.assistant("".join(self.pieces)))
@@ -177,3 +180,154 @@ async def test_a_trace_capturing_content_never_holds_the_values(
         await agent.run(prompt)
     assert [s.name for s in otel.spans()].count("chat scripted") == 2
     assert leaked(otel, ["ann@example.org", "root@example.org", "555 123 4567"]) == []
+
+
+CARD_SHAPES = [
+    ("4", 13),
+    ("4", 16),
+    ("4", 19),
+    ("51", 16),
+    ("55", 16),
+    ("2221", 16),
+    ("2720", 16),
+    ("34", 15),
+    ("37", 15),
+    ("36", 14),
+    ("35", 16),
+    ("6011", 16),
+    ("62", 19),
+]
+"""Card number prefixes (Visa, Mastercard, Amex, Diners, JCB, Discover, UnionPay) and lengths."""
+
+IBAN_SHAPES = [
+    ("DE", "nnnnnnnnnnnnnnnnnn"),
+    ("GB", "aaaannnnnnnnnnnnnn"),
+    ("NL", "aaaannnnnnnnnn"),
+    ("NO", "nnnnnnnnnnn"),
+    ("BE", "nnnnnnnnnnnn"),
+    ("FR", "nnnnnnnnnncccccccccccnn"),
+    ("MT", "aaaannnnnccccccccccccccccccc"),
+]
+"""Countries and their account numbers' shapes: ``a`` a letter, ``n`` a digit, ``c`` either."""
+
+POOLS = {
+    "a": "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "n": "0123456789",
+    "c": "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+}
+
+
+def luhn_digit(body: str) -> str:
+    """The digit that completes ``body`` into a number that passes Luhn (computed afresh)."""
+    total = 0
+    for index, char in enumerate(reversed(body)):
+        value = int(char) * (1 if index % 2 else 2)
+        total += value - 9 if value > 9 else value
+    return str(-total % 10)
+
+
+@st.composite
+def cards(draw: st.DrawFn) -> str:
+    """A card number with a valid Luhn digit, in one of its usual groupings."""
+    prefix, length = draw(st.sampled_from(CARD_SHAPES))
+    rest = draw(
+        st.text(
+            alphabet="0123456789",
+            min_size=length - len(prefix) - 1,
+            max_size=length - len(prefix) - 1,
+        )
+    )
+    number = prefix + rest + luhn_digit(prefix + rest)
+    styles = ["plain", "spaces", "dashes"] + (["amex"] if length == 15 else [])
+    style = draw(st.sampled_from(styles))
+    if style == "amex":
+        return f"{number[:4]} {number[4:10]} {number[10:]}"
+    return grouped(number, style)
+
+
+@st.composite
+def ibans(draw: st.DrawFn) -> str:
+    """An IBAN with valid mod-97 check digits, in one of its usual groupings."""
+    country, shape = draw(st.sampled_from(IBAN_SHAPES))
+    account = "".join(draw(st.sampled_from(POOLS[kind])) for kind in shape)
+    moved = "".join(str(int(c, 36)) for c in f"{account}{country}00")
+    number = f"{country}{98 - int(moved) % 97:02d}{account}"
+    return grouped(number, draw(st.sampled_from(["plain", "spaces", "dashes"])))
+
+
+def grouped(number: str, style: str) -> str:
+    """``number`` as written: whole, or in groups of four with spaces or dashes."""
+    if style == "plain":
+        return number
+    groups = [number[i : i + 4] for i in range(0, len(number), 4)]
+    return (" " if style == "spaces" else "-").join(groups)
+
+
+NEIGHBOURS = st.one_of(
+    st.sampled_from(["card", "Pay", "EUR", "BIC", "NWBKGB2L", "12/27", "please", "x"]),
+    st.from_regex(r"[0-9]{1,6}", fullmatch=True),
+    st.from_regex(r"[A-Z]{2}[0-9]{2}", fullmatch=True),
+    st.from_regex(r"[A-Za-z]{1,8}", fullmatch=True),
+)
+"""What stands next to a number: words, digits, things that look like an IBAN's start."""
+
+BETWEEN = st.sampled_from([" ", " ", " ", ", ", ". ", ": ", "; ", " (", ") ", "/", ".", "\n"])
+"""A space or punctuation between a number and its neighbours."""
+
+
+@st.composite
+def embedded(draw: st.DrawFn) -> tuple[str, str]:
+    """A valid card number or IBAN in text, digits and words on either side, and the number."""
+    number = draw(st.one_of(cards(), ibans()))
+    before = draw(st.lists(st.tuples(NEIGHBOURS, BETWEEN), max_size=4))
+    after = draw(st.lists(st.tuples(BETWEEN, NEIGHBOURS), max_size=4))
+    text = "".join(a + b for a, b in before) + number + "".join(a + b for a, b in after)
+    return text, number
+
+
+def pieces_of(text: str, cuts: list[int]) -> list[str]:
+    """``text`` cut at ``cuts``."""
+    points = sorted({min(c, len(text)) for c in cuts})
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+
+
+@given(case=embedded(), cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=12))
+@settings(max_examples=400, deadline=None, derandomize=True)
+def test_a_valid_number_among_digits_and_words_is_always_redacted(
+    case: tuple[str, str], cuts: list[int]
+) -> None:
+    """Property: a valid card number or IBAN next to digits and words is found whole.
+
+    In any of its usual groupings, in the text and in any chunking of it.
+    """
+    text, number = case
+    at = text.index(number)
+    spans = find(text, tuple(BUILTIN.values()))
+    assert any(s.start <= at and s.end >= at + len(number) for s in spans), (text, spans)
+    whole = released([text])
+    assert number not in whole
+    assert released(pieces_of(text, cuts)) == whole
+
+
+@given(case=embedded(), cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=12))
+@settings(max_examples=40, deadline=None, derandomize=True)
+async def test_a_valid_number_among_digits_and_words_is_redacted_through_an_agent(
+    case: tuple[str, str], cuts: list[int]
+) -> None:
+    """Property: the same through an agent, run or streamed.
+
+    The prompt the model gets, and its answer, streamed as deltas cut anywhere.
+    """
+    text, number = case
+    expected = released([text])
+    registry = Registry()
+    registry.include(redact_pii())
+    model = Pieces(pieces_of(text, cuts))
+    agent = Agent(model, registry=registry)
+    events = [e async for e in agent.stream(text)]
+    streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert number not in streamed
+    assert isinstance(events[-1], RunCompleted)
+    assert events[-1].outcome.unwrap().output == streamed == expected
+    assert (await agent.run(text)).unwrap().output == expected
+    assert [r.messages[-1].text for r in model.requests] == [expected, expected]
