@@ -286,7 +286,7 @@ def _mcp_servers(section: Mapping[str, Any] | None, owned: Owned) -> tuple[MCPSe
                 url=entry.get("url"),
                 headers={k: _secret(v) for k, v in (entry.get("headers") or {}).items()},
                 prefix=entry.get("prefix") or "",
-                timeout=entry.get("timeout") or 60.0,
+                **{k: entry[k] for k in ("timeout", "startup_timeout") if entry.get(k) is not None},
             )
         )
         for name, entry in (section or {}).items()

@@ -177,7 +177,10 @@ class MCPServerConfig(_RedactedUrls):
     prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] = ""
     """Put before each of the server's tool names, to keep them apart from others."""
     timeout: Seconds = 60.0
-    """Seconds a tool call, or starting the server, may take."""
+    """Seconds a tool call, or listing the tools, may take."""
+    startup_timeout: Seconds = 30.0
+    """Seconds starting the server (the program, or reaching the URL, and the handshake) may
+    take."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:

@@ -7,6 +7,12 @@ from pathlib import Path
 import pytest
 from engines import flush, postgres_database, postgres_server, redis_server
 from fake_provider import FakeProvider
+from hypothesis import HealthCheck, settings
+
+# No test may depend on how fast the machine is (the suite must pass beside CPU-burning
+# processes): hypothesis gets no per-example deadline and no "too slow" health check.
+settings.register_profile("fncore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("fncore")
 
 # Checked by mypy in CI (tests/typing/check_expected_errors.py), not run by pytest:
 # expected_errors.py registers wrongly typed middleware on purpose.

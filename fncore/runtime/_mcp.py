@@ -73,12 +73,16 @@ class MCPServer:
         headers: HTTP headers of every request (an ``Authorization``, say). Their values
             never show in a repr or an error.
         prefix: Put before each tool's name, to keep two sources' tools apart.
-        timeout: Seconds a tool call, or starting the server, may take.
+        timeout: Seconds a tool call, or listing the tools, may take.
+        startup_timeout: Seconds starting the server may take: running the program (or
+            reaching the URL) and the protocol's handshake. Programs started through
+            ``npx`` or ``uvx`` may take seconds, so it is generous by default.
 
     Raises:
         RegistrationError: for neither or both of ``command`` and ``url``, an empty
             command, a URL that is not ``http(s)://``, a prefix with other characters than
-            letters, digits, ``_`` and ``-``, a bad timeout, or no ``mcp`` SDK installed.
+            letters, digits, ``_`` and ``-``, a timeout or startup timeout that is not a
+            positive, finite number of seconds, or no ``mcp`` SDK installed.
 
     Example:
         >>> MCPServer("time", command=["mcp-server-time"], env={"TOKEN": "s3cret"})
@@ -96,6 +100,7 @@ class MCPServer:
         "_url",
         "name",
         "prefix",
+        "startup_timeout",
         "timeout",
     )
 
@@ -110,6 +115,7 @@ class MCPServer:
         headers: Mapping[str, str] | None = None,
         prefix: str = "",
         timeout: float = 60.0,
+        startup_timeout: float = 30.0,
     ) -> None:
         where = f"MCP server {name!r}"
         if not name:
@@ -131,9 +137,10 @@ class MCPServer:
         if not _PREFIX.fullmatch(prefix):
             msg = f"{where}: prefix {prefix!r} may hold only letters, digits, '_' and '-'"
             raise RegistrationError(msg)
-        problem = timeout_problem(timeout, f"{where}: timeout")
-        if problem is not None:
-            raise RegistrationError(problem)
+        for key, seconds in (("timeout", timeout), ("startup_timeout", startup_timeout)):
+            problem = timeout_problem(seconds, f"{where}: {key}")
+            if problem is not None:
+                raise RegistrationError(problem)
         if importlib.util.find_spec("mcp") is None:
             msg = f"{where}: MCP servers need the mcp SDK: {install_hint('mcp')}"
             raise RegistrationError(msg)
@@ -142,7 +149,9 @@ class MCPServer:
         self.prefix = prefix
         """Put before each tool's name."""
         self.timeout = float(timeout)
-        """Seconds a call, or starting the server, may take."""
+        """Seconds a tool call, or listing the tools, may take."""
+        self.startup_timeout = float(startup_timeout)
+        """Seconds starting the server may take."""
         self._command: tuple[str, ...] | None = None if command is None else tuple(argv)
         self._env = dict(env or {})
         self._cwd = cwd
@@ -201,7 +210,7 @@ class MCPServer:
                 headers=self._headers,
             )
             try:
-                await fresh.start(self.timeout)
+                await fresh.start(self.startup_timeout)
             except StartFailed as exc:
                 raise MCPServerError(self.name, str(exc)) from None
             self._connection = fresh

@@ -86,6 +86,12 @@ def _last_line(log: IO[str]) -> str:
     return lines[-1][:300] if lines else ""
 
 
+def _retrieve(ready: asyncio.Future[None]) -> None:
+    """Mark a settled start as seen, so asyncio never logs it as never retrieved."""
+    if not ready.cancelled():
+        ready.exception()
+
+
 def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -117,6 +123,9 @@ class Connection:
         self.alive = True
         self.client: Client | None = None
         self._ready: asyncio.Future[None] = self.loop.create_future()
+        # Only `start` awaits it, and only until it gives up: a failure settled after that
+        # (the owner task cancelled by `close`) is nobody's to report.
+        self._ready.add_done_callback(_retrieve)
         self._closing = asyncio.Event()
         self._log: TextIO | None = None
         self._task: asyncio.Task[None] | None = None

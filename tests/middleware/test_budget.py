@@ -384,12 +384,13 @@ asyncio.run(main())
 async def test_a_tenant_budget_starts_again_after_its_period(redis_url: str) -> None:
     """A tenant's spending expires ``period`` seconds after its first call of the period."""
     model = FunctionModel(costly(3, 2))
-    registry = budget(tokens_per_reply=None, tokens_per_tenant=5, period=0.2, store=redis_url)
+    # the first two runs must fall in one period, however slow the machine: a period of 2 s
+    registry = budget(tokens_per_reply=None, tokens_per_tenant=5, period=2, store=redis_url)
     agent = agent_with(registry, model)
     acme = {"tenant": "acme"}
     assert (await agent.run("a", metadata=acme)).unwrap().rounds == 2
     assert (await agent.run("b", metadata=acme)).unwrap().stop_reason == "terminated"
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(2.1)
     assert (await agent.run("c", metadata=acme)).unwrap().rounds == 2
     await registry.aclose()
 

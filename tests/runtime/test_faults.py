@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -434,25 +433,25 @@ async def test_a_hook_that_swallows_its_timeout_is_abandoned(
 ) -> None:
     """A hook catching its cancellation and waiting on does not hold the run past its timeout."""
     registry = Registry()
-    swallowed = asyncio.Event()
+    swallowed, release, finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     @registry.hook("run_end", timeout=0.05)
     async def stubborn(event: RunEnd) -> None:
         try:
-            await asyncio.sleep(5)
+            await asyncio.Event().wait()
         except asyncio.CancelledError:
             swallowed.set()
-            await asyncio.sleep(0.5)  # keeps waiting: the run must not wait with it
+            await release.wait()  # keeps waiting: the run must not wait with it
+            finished.set()
 
     agent = Agent(TestModel(), registry=registry)
-    began = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="fncore"):
-        run_ok(await agent.run("hi"))
-    assert time.monotonic() - began < 0.4
-    await asyncio.sleep(0.05)
-    assert swallowed.is_set()
+        async with asyncio.timeout(60):  # the hook waits until the run is over: only if the
+            run_ok(await agent.run("hi"))  # run waited for it would this fire
+    await asyncio.wait_for(swallowed.wait(), 60)
     assert "hook 'stubborn' skipped: it took longer than 0.05s on RunEnd" in caplog.text
-    await asyncio.sleep(0.6)  # let the abandoned hook finish before the loop closes
+    release.set()
+    await finished.wait()  # the abandoned hook ends before the loop closes
 
 
 def test_tools_have_a_finite_default_timeout() -> None:
@@ -465,8 +464,8 @@ async def test_stuck_sync_tools_never_starve_later_ones() -> None:
     release = threading.Event()
 
     def stuck() -> str:
-        """Block until released."""
-        release.wait(10)
+        """Block until released, after the test."""
+        release.wait()
         return "late"
 
     def quick() -> str:
@@ -476,7 +475,8 @@ async def test_stuck_sync_tools_never_starve_later_ones() -> None:
     agent = Agent(
         ScriptedModel([tool_calls(("stuck", {}))] * 12 + [tool_calls(("quick", {})), "done"] * 13),
         registry=Registry(),
-        tools=[Tool.from_function(stuck, timeout=0.05), Tool.from_function(quick, timeout=1.0)],
+        # quick's timeout is long, yet it would run out with quick waiting for a thread
+        tools=[Tool.from_function(stuck, timeout=0.05), Tool.from_function(quick, timeout=30)],
         settings=LoopSettings(max_tool_threads=4, max_consecutive_errors_per_request=1),
     )
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -265,21 +264,27 @@ async def test_concurrent_calls_keep_call_order_and_overlap() -> None:
     running = 0
     peak = 0
     finished: list[str] = []
+    others_done = asyncio.Event()
 
-    async def work(label: str, delay: float) -> str:
-        """Sleep, then return the label."""
+    async def work(label: str) -> str:
+        """Return the label; the first call ("a") only once the others have finished."""
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
-        await asyncio.sleep(delay)
+        if label == "a":
+            await others_done.wait()
+        else:
+            await asyncio.sleep(0)
         running -= 1
         finished.append(label)
+        if {"b", "c"} <= set(finished):
+            others_done.set()
         return label
 
     calls = tool_calls(
-        ("work", {"label": "a", "delay": 0.05}),
-        ("work", {"label": "b", "delay": 0}),
-        ("work", {"label": "c", "delay": 0.01}),
+        ("work", {"label": "a"}),
+        ("work", {"label": "b"}),
+        ("work", {"label": "c"}),
     )
     model = ScriptedModel([calls, "done"])
     agent = Agent(model, registry=Registry(), tools=[work])
@@ -322,8 +327,8 @@ async def test_tool_timeout_from_settings() -> None:
     """LoopSettings(tool_timeout=...) turns a slow tool into an error result that says so."""
 
     async def sleepy() -> str:
-        """Sleep too long."""
-        await asyncio.sleep(1)
+        """Wait for something that never comes."""
+        await asyncio.Event().wait()
         return "woke"
 
     model = ScriptedModel([tool_calls(("sleepy", {})), "gave up"])
@@ -341,8 +346,8 @@ async def test_a_tools_own_timeout_wins_over_the_settings() -> None:
     """Tool.from_function(timeout=...) overrides LoopSettings.tool_timeout."""
 
     async def sleepy() -> str:
-        """Sleep too long."""
-        await asyncio.sleep(1)
+        """Wait for something that never comes."""
+        await asyncio.Event().wait()
         return "woke"
 
     tool = Tool.from_function(sleepy, timeout=0.05)
@@ -358,7 +363,7 @@ async def test_a_tools_own_timeout_wins_over_the_settings() -> None:
 async def test_sync_tools_run_in_worker_threads_and_overlap() -> None:
     """Blocking sync tools run off the event loop, at the same time, seeing the run's metadata."""
     seen: list[tuple[str, object]] = []
-    both_running = threading.Barrier(2, timeout=5)
+    both_running = threading.Barrier(2, timeout=60)
 
     def blocking(label: str) -> str:
         """Wait, blocking this thread, until the other call is running too."""
@@ -379,15 +384,19 @@ async def test_sync_tools_run_in_worker_threads_and_overlap() -> None:
 
 async def test_a_sync_tool_that_overruns_its_timeout_is_abandoned() -> None:
     """A sync tool slower than its timeout gives a timed-out result; the run goes on."""
+    release = threading.Event()
 
     def stuck() -> str:
-        """Block for longer than allowed."""
-        time.sleep(0.3)
+        """Block until the run is over."""
+        release.wait()
         return "late"
 
     tool = Tool.from_function(stuck, timeout=0.05)
     model = ScriptedModel([tool_calls(("stuck", {})), "moved on"])
-    result = run_ok(await Agent(model, registry=Registry(), tools=[tool]).run("go"))
+    try:
+        result = run_ok(await Agent(model, registry=Registry(), tools=[tool]).run("go"))
+    finally:
+        release.set()
     (part,) = last_tool_results(model.requests[1])
     assert part.is_error
     assert "timed out after 0.05s" in part.content

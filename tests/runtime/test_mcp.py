@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -166,14 +168,52 @@ async def test_a_crash_in_a_run_then_the_next_run_restarts_it(demo: MCPServer) -
 
 
 async def test_a_call_that_takes_too_long_times_out_and_the_server_stays_usable() -> None:
-    """Calls have the server's timeout; a late call is an error result."""
-    server = MCPServer("demo", command=demo_command(), timeout=1.0)
-    agent = _agent(ScriptedModel([tool_calls(("slow", {"seconds": 30})), "ok"]), server)
+    """Calls have the server's timeout; a late call is an error result.
+
+    The call waits an hour, so the timeout always fires; starting the server has its own,
+    generous, limit, and listing the tools (one quick request) has seconds to spare.
+    """
+    server = MCPServer("demo", command=demo_command(), timeout=5.0)
+    agent = _agent(ScriptedModel([tool_calls(("slow", {"seconds": 3600})), "ok"]), server)
     [(_, content, error)] = _results(await agent.run("slow"))
     assert error
-    assert content == "Tool 'slow' timed out after 1.0s."
+    assert content == "Tool 'slow' timed out after 5.0s."
     assert (await server.call("slow", {"seconds": 0})).content == "done"
     await server.aclose()
+
+
+async def test_the_call_timeout_does_not_bound_starting_the_server() -> None:
+    """A call timeout far shorter than any start: the server still starts, within its own."""
+    server = MCPServer("demo", command=demo_command(), timeout=0.001)
+    assert (server.timeout, server.startup_timeout) == (0.001, 30.0)
+    assert (await server.call("add", {"a": 1, "b": 2})).content == "3"
+    await server.aclose()
+
+
+async def test_a_server_that_does_not_start_in_time_is_one_error_and_nothing_else() -> None:
+    """A program that never answers: the startup timeout fires; no future is left unread.
+
+    asyncio reports a failed future nobody read ("Future exception was never retrieved")
+    to the loop's exception handler when it is collected: nothing may reach it.
+    """
+    never_answers = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    server = MCPServer("mute", command=never_answers, startup_timeout=0.5, timeout=60)
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    try:
+        with pytest.raises(MCPServerError) as raised:
+            await server.tools()
+        assert str(raised.value) == "MCP server 'mute': did not finish starting within 0.5s"
+        assert not server.running
+        del raised
+        for _ in range(20):  # let the stopped owner task's callbacks run: they hold the future
+            await asyncio.sleep(0)
+        gc.collect()
+        await asyncio.sleep(0)  # a collected future reports through call_soon
+    finally:
+        loop.set_exception_handler(None)
+    assert reported == []
 
 
 async def test_tool_list_changes_are_offered_from_the_next_run(demo: MCPServer) -> None:
@@ -286,7 +326,7 @@ async def test_a_stdio_server_that_cannot_start_is_one_line_naming_it(
     command: list[str], expected: str
 ) -> None:
     """Command not found, exit at start, not MCP: MCPServerError, one line with the name."""
-    server = MCPServer("broken", command=command, timeout=20)
+    server = MCPServer("broken", command=command)
     with pytest.raises(MCPServerError) as raised:
         await server.tools()
     message = str(raised.value)
@@ -330,7 +370,7 @@ async def test_a_run_whose_server_cannot_start_fails_with_a_value() -> None:
 
 
 def test_bad_server_definitions_are_registration_errors() -> None:
-    """Neither or both transports, an empty command, a bad URL, prefix or timeout."""
+    """Neither or both transports, an empty command, a bad URL, prefix or either timeout."""
     cases = [
         ({}, "give either command"),
         ({"command": ["x"], "url": "http://h/mcp"}, "not both"),
@@ -339,6 +379,9 @@ def test_bad_server_definitions_are_registration_errors() -> None:
         ({"url": "ftp://h/x"}, "url must start with http:// or https://"),
         ({"command": ["x"], "prefix": "a.b"}, "prefix 'a.b'"),
         ({"command": ["x"], "timeout": 0}, "timeout must be a positive"),
+        ({"command": ["x"], "timeout": float("nan")}, "timeout must be a positive"),
+        ({"command": ["x"], "startup_timeout": -1}, "startup_timeout must be a positive"),
+        ({"command": ["x"], "startup_timeout": float("inf")}, "startup_timeout must be a pos"),
     ]
     for kwargs, expected in cases:
         with pytest.raises(RegistrationError, match=r"MCP server .x.|an MCP server") as raised:

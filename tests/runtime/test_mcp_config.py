@@ -12,8 +12,8 @@ import pytest
 from mcp_support import TIME_SERVER, TOKEN, http_demo
 from returns.result import Success
 
-from fncore import ConfigError, Registry, load_container
-from fncore.settings import load_settings
+from fncore import ConfigError, MCPServer, Registry, load_container
+from fncore.settings import MCPServerConfig, load_settings
 
 
 def _toml(path: Path, text: str) -> str:
@@ -51,12 +51,15 @@ def test_server_tables_are_typed_and_secrets_stay_hidden() -> None:
     assert "k3y" not in shown
     assert "pw" not in shown
     assert settings.mcp.servers["time"].timeout == 60.0
+    assert settings.mcp.servers["time"].startup_timeout == 30.0
     for table, expected in [
         ({"command": ["x"], "url": "http://h/mcp"}, "give either command"),
         ({}, "give either command"),
         ({"command": []}, "command must name the program"),
         ({"url": "h/mcp"}, "url must start with http"),
         ({"command": ["x"], "timeout": -1}, "positive, finite number of seconds"),
+        ({"command": ["x"], "startup_timeout": 0}, "positive, finite number of seconds"),
+        ({"command": ["x"], "startup_timeout": "inf"}, "positive, finite number of seconds"),
         ({"command": ["x"], "prefix": "a b"}, "should match pattern"),
         ({"command": ["x"], "port": 1}, "Extra inputs"),
     ]:
@@ -64,6 +67,13 @@ def test_server_tables_are_typed_and_secrets_stay_hidden() -> None:
             load_settings(overrides={"mcp": {"servers": {"x": table}}}, environ={})
         assert "'mcp.servers.x" in str(raised.value)
         assert expected in str(raised.value)
+
+
+def test_the_settings_defaults_are_the_servers() -> None:
+    """A table without timeouts gives a server the same limits as MCPServer's defaults."""
+    table = MCPServerConfig(command=["x"])
+    server = MCPServer("x", command=["x"])
+    assert (table.timeout, table.startup_timeout) == (server.timeout, server.startup_timeout)
 
 
 def test_the_environment_configures_a_server() -> None:
@@ -85,11 +95,12 @@ async def test_container_agents_offer_configured_servers_and_shutdown_stops_them
     config = _toml(
         tmp_path / "fncore.toml",
         f"[mcp.servers.time]\ncommand = [{json.dumps(TIME_SERVER)}]\n"
-        'prefix = "time_"\ntimeout = 30\n',
+        'prefix = "time_"\ntimeout = 30\nstartup_timeout = 45\n',
     )
     container = load_container(config, environ={})
     [server] = container.mcp_servers()
-    assert (server.name, server.prefix, server.timeout) == ("time", "time_", 30.0)
+    assert (server.name, server.prefix) == ("time", "time_")
+    assert (server.timeout, server.startup_timeout) == (30.0, 45.0)
     agent = container.agent(registry=Registry())
     outcome = await agent.run("UTC")
     assert isinstance(outcome, Success)
@@ -165,3 +176,15 @@ def test_cli_a_server_that_cannot_start_is_one_line(tmp_path: Path, command: str
         "fncore: error: MCP server 'time': command 'mcp-server-tim' not found; "
         "install it or fix the command\n"
     )
+
+
+def test_cli_a_server_that_does_not_start_in_time_is_one_line(tmp_path: Path) -> None:
+    """A program that never answers the handshake: exit 1 and one line, nothing after it."""
+    never_answers = json.dumps([sys.executable, "-c", "import sys; sys.stdin.read()"])
+    config = _toml(
+        tmp_path / "fncore.toml",
+        f"[mcp.servers.slow]\ncommand = {never_answers}\nstartup_timeout = 1\n",
+    )
+    done = _fncore("tools", "--config", config)
+    assert done.returncode == 1
+    assert done.stderr == "fncore: error: MCP server 'slow': did not finish starting within 1.0s\n"

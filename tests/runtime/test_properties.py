@@ -173,8 +173,8 @@ async def flaky(x: int) -> int:
 
 
 async def hang(x: int) -> int:
-    """Sleep longer than the tool's timeout."""
-    await asyncio.sleep(0.05)
+    """Wait for something that never comes: the tool's timeout always runs out."""
+    await asyncio.Event().wait()
     return x
 
 

@@ -169,15 +169,20 @@ async def test_concurrent_runs_on_one_session_conflict_instead_of_losing_a_turn(
     store = InMemorySessionStore()
     await preload(store, "s", Message.user("start"), Message.assistant("ok"))
     gate = asyncio.Event()
+    waiting: list[object] = []
+    both_loaded = asyncio.Event()
 
     async def slow(request: object) -> str:
+        waiting.append(request)
+        if len(waiting) == 2:
+            both_loaded.set()
         await gate.wait()
         return "answer"
 
     agent = Agent(FunctionModel(slow), registry=Registry(), sessions=store)
     first = asyncio.ensure_future(agent.run("one", session_id="s"))
     second = asyncio.ensure_future(agent.run("two", session_id="s"))
-    await asyncio.sleep(0.01)
+    await both_loaded.wait()
     gate.set()
     outcomes = [await first, await second]
     assert isinstance(outcomes[0], Success)

@@ -143,7 +143,7 @@ async def test_a_container_closes_the_store_it_made(postgres_url: str) -> None:
 async def test_a_server_that_stops_makes_the_store_unavailable() -> None:
     """The server goes away while the store is open: `SessionStoreUnavailable`."""
     with postgres_server() as url:
-        store = PostgresSessionStore(url, timeout=0.5)
+        store = PostgresSessionStore(url, timeout=2)
         await store.commit(SessionUpdate("s", 0, 0, (Message.user("hi"),)))
     # the server is stopped now
     with pytest.raises(SessionStoreUnavailable, match="check that PostgreSQL runs there"):

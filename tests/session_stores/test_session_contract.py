@@ -16,6 +16,7 @@ from returns.result import Success
 from fncore import (
     Agent,
     Message,
+    ModelRequest,
     Registry,
     Session,
     SessionCatalog,
@@ -130,7 +131,9 @@ EXAMPLES = itertools.count()
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(steps=updates)
 async def test_commits_match_session_update_apply(store: SessionStore, steps: list[Any]) -> None:
@@ -185,9 +188,11 @@ async def test_an_agent_continues_a_stored_conversation(store: SessionStore, sid
 
 async def test_two_overlapping_runs_one_wins_one_conflicts(store: SessionStore, sid: str) -> None:
     """Two runs of one session at once: one commits, the other gets `SessionConflict`."""
+    both_loaded = asyncio.Barrier(2)
 
-    async def slow(request: object) -> str:
-        await asyncio.sleep(0.01)
+    async def slow(request: ModelRequest) -> str:
+        if request.messages[-1].text != "start":
+            await asyncio.wait_for(both_loaded.wait(), 60)  # each answers once both loaded
         return "noted"
 
     agent = Agent(FunctionModel(slow), registry=Registry(), sessions=store)
