@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -245,26 +246,47 @@ class RedisStore:
 
         The lock lasts `LEASE` seconds and is renewed while held, so a holder that dies
         gives it up by itself; one that lost it meanwhile (the server lost it) lets go
-        quietly.
+        quietly. A holder cancelled while it takes the lock releases it in case the server
+        had granted it already, so the key is not left held until the lease runs out.
         """
-        from redis.exceptions import LockError
-
         held = self._redis().lock(f"{self._prefix}lock:{key}", timeout=LEASE, sleep=0.02)
-        await held.acquire()
+        token = uuid.uuid4().hex.encode()
+        try:
+            await held.acquire(token=token)
+        except BaseException:  # cancelled (or failed) perhaps after the server said yes
+            await _release(held, token, after_failure=True)
+            raise
         renewing = asyncio.ensure_future(_renew(held))
         try:
             yield
         finally:
             renewing.cancel()
             await asyncio.gather(renewing, return_exceptions=True)
-            with contextlib.suppress(LockError):
-                await held.release()
+            await _release(held, token)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose(close_connection_pool=True)
+
+
+async def _release(held: Any, token: bytes, *, after_failure: bool = False) -> None:
+    """Delete ``held``'s key if ``token`` still holds it, even if the caller is cancelled.
+
+    The release runs shielded: a cancellation arriving meanwhile does not stop it. Not
+    holding the lock (any more) is fine; so is any Redis error ``after_failure`` (taking
+    the lock failed: that error is the one to report).
+    """
+    from redis.exceptions import LockError, RedisError
+
+    ignored = RedisError if after_failure else LockError
+
+    async def release() -> None:
+        with contextlib.suppress(ignored):
+            await held.do_release(token)
+
+    await asyncio.shield(release())
 
 
 async def _renew(held: Any) -> None:
