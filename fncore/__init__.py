@@ -151,6 +151,7 @@ from fncore.runtime import (
     current_metadata,
     current_run,
     list_provider,
+    register_state_type,
 )
 from fncore.session_stores import (
     NotASessionStore,
@@ -318,6 +319,7 @@ __all__ = [
     "on",
     "open_session_store",
     "recover",
+    "register_state_type",
     "tool",
     "tool_source",
 ]
