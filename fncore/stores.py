@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from cachetools import TLRUCache
 
+from fncore._session_url import redact_password
 from fncore.settings import ConfigError
 
 DEFAULT_MAX_ENTRIES = 10_000
@@ -195,11 +196,7 @@ class RedisStore:
     @property
     def url(self) -> str:
         """The server's URL, its password redacted."""
-        parts = urlsplit(self._url)
-        if parts.password:
-            netloc = parts.netloc.replace(f":{parts.password}@", ":[redacted]@")
-            return parts._replace(netloc=netloc).geturl()
-        return self._url
+        return redact_password(self._url)
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r})"
@@ -310,18 +307,19 @@ def open_store(url: str) -> SharedStore:
         'memory://?max_entries=50'
     """
     parts = urlsplit(url)
+    shown = redact_password(url)
     if parts.scheme == "memory":
         options = parse_qs(parts.query)
         unknown = sorted(set(options) - {"max_entries"})
         if unknown:
-            msg = f"store {url!r}: unknown option {unknown[0]!r} (memory:// takes max_entries)"
+            msg = f"store {shown!r}: unknown option {unknown[0]!r} (memory:// takes max_entries)"
             raise ConfigError(msg)
         raw = options.get("max_entries", [str(DEFAULT_MAX_ENTRIES)])[-1]
         if not raw.isdigit() or int(raw) < 1:
-            msg = f"store {url!r}: max_entries must be a positive whole number, not {raw!r}"
+            msg = f"store {shown!r}: max_entries must be a positive whole number, not {raw!r}"
             raise ConfigError(msg)
         return MemoryStore(int(raw))
     if parts.scheme in ("redis", "rediss", "unix"):
         return RedisStore(url)
-    msg = f"store {url!r}: unknown scheme {parts.scheme!r}; use memory:// or redis://host:port"
+    msg = f"store {shown!r}: unknown scheme {parts.scheme!r}; use memory:// or redis://host:port"
     raise ConfigError(msg)
