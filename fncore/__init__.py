@@ -152,6 +152,7 @@ from fncore.runtime import (
     current_metadata,
     current_run,
     list_provider,
+    register_state_type,
 )
 from fncore.session_stores import (
     NotASessionStore,
@@ -321,6 +322,7 @@ __all__ = [
     "on",
     "open_session_store",
     "recover",
+    "register_state_type",
     "tool",
     "tool_source",
 ]

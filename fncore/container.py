@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self, TypedDict, TypeVar, Unpack, cast, o
 from dependency_injector import containers, providers
 from typing_extensions import TypeVar as TypeVar_
 
+from fncore._config_secrets import hide_secrets, reveal
 from fncore._distribution import install_hint
 from fncore._session_url import default_session_url
 from fncore.core import (
@@ -134,7 +135,7 @@ def _provider_model(kind: str, section: Mapping[str, Any], owned: Owned) -> Mode
         raise ConfigError(msg) from None
     factory: Callable[[Mapping[str, Any]], Model] = getattr(module, attribute)
     try:
-        model = factory(section)
+        model = factory(reveal(section))
     except (ValueError, TypeError) as exc:
         raise ConfigError(str(exc)) from None
     owned.add(model)
@@ -169,7 +170,7 @@ def _plugin(name: str, optional: bool, config: Mapping[str, Any]) -> Registry | 
         entry = next(iter(found))
         try:
             factory = entry.load()
-            contributed = factory(config)
+            contributed = factory(reveal(config))
         except Exception as exc:
             problem = f"failed to load: {type(exc).__name__}: {exc}"
         else:
@@ -206,7 +207,7 @@ def _preset_model(
     if name in built:
         return built[name]
     presets = config.get("models") or {}
-    preset = dict(presets.get(name) or {})
+    preset = reveal(dict(presets.get(name) or {}))
     kind = str(preset.get("kind", name))
     if name not in presets and kind not in MODEL_KINDS and kind != "test":
         known = ", ".join(sorted(presets)) or "none"
@@ -220,7 +221,7 @@ def _preset_model(
 
 def _configured(config: Mapping[str, Any], owned: Owned) -> Registry:
     """The ``[[middleware]]`` entries as one registry, in order (preset names resolved)."""
-    entries = config.get("middleware") or []
+    entries = reveal(config.get("middleware") or [])
     built: dict[str, Model] = {}
 
     def resolve(name: str) -> Model:
@@ -266,7 +267,7 @@ def _session_store(url: str | None, owned: Owned) -> SessionStore:
     """The store ``sessions.url`` names (in memory without one), closed with the container."""
     if url is None:
         return InMemorySessionStore()
-    return owned.keep(open_session_store(url))
+    return owned.keep(open_session_store(reveal(url)))
 
 
 def _secret(value: object) -> str:
@@ -283,7 +284,7 @@ def _mcp_servers(section: Mapping[str, Any] | None, owned: Owned) -> tuple[MCPSe
                 command=entry.get("command"),
                 env={k: _secret(v) for k, v in (entry.get("env") or {}).items()},
                 cwd=entry.get("cwd"),
-                url=entry.get("url"),
+                url=reveal(entry.get("url")),
                 headers={k: _secret(v) for k, v in (entry.get("headers") or {}).items()},
                 prefix=entry.get("prefix") or "",
                 **{k: entry[k] for k in ("timeout", "startup_timeout") if entry.get(k) is not None},
@@ -422,7 +423,9 @@ class Container(containers.DeclarativeContainer, _Composition):
 
     config = providers.Configuration(default=DEFAULT_SETTINGS.model_dump())
     """The configuration as `load_container` read it (see `Settings`), as a mapping:
-    middleware read it with ``Provide["config.section.key"]``."""
+    middleware read it with ``Provide["config.section.key"]``. Secrets in it show in no
+    repr: API keys are ``pydantic.SecretStr``, and so is every URL with a password (its
+    ``str`` shows the URL with the password redacted; ``get_secret_value()`` gives it)."""
 
     owned: providers.Provider[Owned] = providers.Singleton(Owned)
     """What the container built and closes in `shutdown`."""
@@ -521,7 +524,7 @@ def load_container(
     if settings.sessions.url is None:
         env = os.environ if environ is None else environ
         settings.sessions.url = default_session_url(env)
-    target.config.from_dict(settings.model_dump())
+    target.config.from_dict(hide_secrets(settings.model_dump()))
     return target
 
 

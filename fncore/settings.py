@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, final
+from typing import Annotated, Any, Literal, final
 
 import yaml
 from pydantic import (
@@ -40,7 +40,8 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
-from fncore._session_url import redact_password, session_url_problem
+from fncore._config_secrets import hide_secrets
+from fncore._session_url import session_url_problem
 from fncore.core._checks import Seconds
 from fncore.core._loop import LoopSettings
 
@@ -57,24 +58,20 @@ class ConfigError(Exception):
 
 
 class _RedactedUrls(BaseModel):
-    """A settings section whose URLs show without their passwords in a repr."""
+    """A settings section whose repr shows no secret (see `hide_secrets`).
 
-    _urls: ClassVar[tuple[str, ...]] = ()
-    """The fields holding URLs."""
+    A URL anywhere in it shows without its password, a text ``api_key`` as ``**********``.
+    """
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
-            if name in self._urls and isinstance(value, str):
-                yield name, redact_password(value)
-            else:
-                yield name, value
+            yield name, hide_secrets(value, name)
 
 
 class ModelConfig(_RedactedUrls):
     """The ``[model]`` section: which model the container builds, and how."""
 
     model_config = ConfigDict(extra="forbid")
-    _urls = ("base_url",)
 
     kind: str = "test"
     """The provider: ``test`` (offline), ``openai``, ``openai-responses`` or ``anthropic``."""
@@ -113,7 +110,7 @@ class AgentConfig(BaseModel):
     """How many invalid answers go back to the model before the run fails."""
 
 
-class MiddlewareEntry(BaseModel):
+class MiddlewareEntry(_RedactedUrls):
     """One ``[[middleware]]`` entry: a built-in (or your factory) and its parameters."""
 
     model_config = ConfigDict(extra="allow")
@@ -127,7 +124,6 @@ class SessionsConfig(_RedactedUrls):
     """The ``[sessions]`` section: where conversations are kept between runs."""
 
     model_config = ConfigDict(extra="forbid")
-    _urls = ("url",)
 
     url: str | None = None
     """``memory://``, ``sqlite:///path/to/sessions.db`` or ``postgresql://...``; ``None``:
@@ -162,7 +158,6 @@ class MCPServerConfig(_RedactedUrls):
     """
 
     model_config = ConfigDict(extra="forbid")
-    _urls = ("url",)
 
     command: list[str] | None = None
     """The program and its arguments, e.g. ``["mcp-server-time"]``."""
@@ -232,7 +227,7 @@ class _Environ(EnvSettingsSource):
         )
 
 
-class Settings(BaseSettings):
+class Settings(_RedactedUrls, BaseSettings):
     """Everything fncore reads from configuration, typed, with the embedded defaults.
 
     Example:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -27,6 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from cachetools import TLRUCache
 
+from fncore._session_url import redact_password
 from fncore.settings import ConfigError
 
 DEFAULT_MAX_ENTRIES = 10_000
@@ -194,11 +196,7 @@ class RedisStore:
     @property
     def url(self) -> str:
         """The server's URL, its password redacted."""
-        parts = urlsplit(self._url)
-        if parts.password:
-            netloc = parts.netloc.replace(f":{parts.password}@", ":[redacted]@")
-            return parts._replace(netloc=netloc).geturl()
-        return self._url
+        return redact_password(self._url)
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r})"
@@ -245,26 +243,47 @@ class RedisStore:
 
         The lock lasts `LEASE` seconds and is renewed while held, so a holder that dies
         gives it up by itself; one that lost it meanwhile (the server lost it) lets go
-        quietly.
+        quietly. A holder cancelled while it takes the lock releases it in case the server
+        had granted it already, so the key is not left held until the lease runs out.
         """
-        from redis.exceptions import LockError
-
         held = self._redis().lock(f"{self._prefix}lock:{key}", timeout=LEASE, sleep=0.02)
-        await held.acquire()
+        token = uuid.uuid4().hex.encode()
+        try:
+            await held.acquire(token=token)
+        except BaseException:  # cancelled (or failed) perhaps after the server said yes
+            await _release(held, token, after_failure=True)
+            raise
         renewing = asyncio.ensure_future(_renew(held))
         try:
             yield
         finally:
             renewing.cancel()
             await asyncio.gather(renewing, return_exceptions=True)
-            with contextlib.suppress(LockError):
-                await held.release()
+            await _release(held, token)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose(close_connection_pool=True)
+
+
+async def _release(held: Any, token: bytes, *, after_failure: bool = False) -> None:
+    """Delete ``held``'s key if ``token`` still holds it, even if the caller is cancelled.
+
+    The release runs shielded: a cancellation arriving meanwhile does not stop it. Not
+    holding the lock (any more) is fine; so is any Redis error ``after_failure`` (taking
+    the lock failed: that error is the one to report).
+    """
+    from redis.exceptions import LockError, RedisError
+
+    ignored = RedisError if after_failure else LockError
+
+    async def release() -> None:
+        with contextlib.suppress(ignored):
+            await held.do_release(token)
+
+    await asyncio.shield(release())
 
 
 async def _renew(held: Any) -> None:
@@ -288,18 +307,19 @@ def open_store(url: str) -> SharedStore:
         'memory://?max_entries=50'
     """
     parts = urlsplit(url)
+    shown = redact_password(url)
     if parts.scheme == "memory":
         options = parse_qs(parts.query)
         unknown = sorted(set(options) - {"max_entries"})
         if unknown:
-            msg = f"store {url!r}: unknown option {unknown[0]!r} (memory:// takes max_entries)"
+            msg = f"store {shown!r}: unknown option {unknown[0]!r} (memory:// takes max_entries)"
             raise ConfigError(msg)
         raw = options.get("max_entries", [str(DEFAULT_MAX_ENTRIES)])[-1]
         if not raw.isdigit() or int(raw) < 1:
-            msg = f"store {url!r}: max_entries must be a positive whole number, not {raw!r}"
+            msg = f"store {shown!r}: max_entries must be a positive whole number, not {raw!r}"
             raise ConfigError(msg)
         return MemoryStore(int(raw))
     if parts.scheme in ("redis", "rediss", "unix"):
         return RedisStore(url)
-    msg = f"store {url!r}: unknown scheme {parts.scheme!r}; use memory:// or redis://host:port"
+    msg = f"store {shown!r}: unknown scheme {parts.scheme!r}; use memory:// or redis://host:port"
     raise ConfigError(msg)

@@ -34,6 +34,7 @@ FNCORE = {
     "NotASessionStore", "NotSerializable", "PostgresSessionStore", "SessionSchemaTooNew",
     "SessionStoreCorrupt", "SessionStoreError", "SessionStoreUnavailable",
     "SqliteSessionStore", "open_session_store",
+    "register_state_type",
     "Approve", "Edit", "Reject", "Respond", "Decision", "DecisionKind", "Pause", "Paused",
     "PendingRequest", "RunPaused", "Checkpoint", "CheckpointChange", "CheckpointStore",
     "ResumePoint", "CheckpointError", "CheckpointNotFound", "CheckpointExpired",

@@ -190,3 +190,39 @@ async def test_a_held_redis_lock_is_renewed_and_a_dead_holders_runs_out(
         await raw.aclose()
         await first.aclose()
         await second.aclose()
+
+
+class _CancelledOnGrant(redis.asyncio.Redis):
+    """A real client whose task is cancelled the moment the server grants a lock (SET NX)."""
+
+    async def set(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+        granted = await super().set(*args, **kwargs)  # type: ignore[arg-type]
+        if kwargs.get("nx"):
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+            await asyncio.sleep(0)  # the cancellation lands here, the lock already granted
+        return granted
+
+
+async def test_a_run_cancelled_as_it_gets_a_redis_lock_releases_it(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled right after the server granted the lock, the holder releases it at once."""
+    monkeypatch.setattr(redis.asyncio, "Redis", _CancelledOnGrant)
+    store = RedisStore(redis_url)
+    raw = redis.asyncio.client.Redis.from_url(redis_url)
+    entered: list[str] = []
+
+    async def take() -> None:
+        async with store.lock("turn"):
+            entered.append("in")
+
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.create_task(take())
+        assert entered == []
+        assert await raw.exists("fncore:lock:turn") == 0  # released, not left to the lease
+    finally:
+        await raw.aclose()
+        await store.aclose()

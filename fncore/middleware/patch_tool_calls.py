@@ -53,11 +53,13 @@ from fncore.core import (
 )
 from fncore.middleware._errors import checked
 from fncore.middleware._place import place
+from fncore.runtime import register_state_type
 
 _INTEGER = re.compile(r"[+-]?\d+(\.0*)?")
 _MISSING: Any = object()
 
 
+@register_state_type  # kept in reply state, so in a paused run's checkpoint
 @final
 @dataclass(frozen=True, slots=True)
 class ToolCallPatch:

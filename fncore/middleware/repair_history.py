@@ -62,6 +62,7 @@ from fncore.core import (
 from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 from fncore.middleware.fallback import _SIGNED_BY, _digest, _origin, _signed
+from fncore.runtime import register_state_type
 
 INTERRUPTED = "Interrupted: this tool call has no result (it did not run, or its result was lost)."
 """The content of the synthetic error result a dangling tool call gets, by default."""
@@ -92,6 +93,7 @@ _PROVIDER_DATA: dict[str, tuple[frozenset[str], Callable[[str], bool]]] = {
 """Per provider: the roles whose messages may hold data, and the media types it takes."""
 
 
+@register_state_type  # kept in reply state, so in a paused run's checkpoint
 @final
 @dataclass(frozen=True, slots=True)
 class Repair:

@@ -12,6 +12,7 @@ from fncore.runtime._sessions import (
     SessionStore,
 )
 from fncore.runtime._stack import StackDescription
+from fncore.runtime._state_types import register_state_type
 from fncore.runtime._stream import RunStream
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "current_metadata",
     "current_run",
     "list_provider",
+    "register_state_type",
 ]

@@ -10,10 +10,13 @@ set), its role and parts in the form the cache uses too (``fncore.core._message_
 Session state is ``{"v": 1, "values": {name: value}}``. JSON's own types are written as
 they are; what JSON cannot say is an object tagged ``"$"``: tuples, bytes, sets and
 frozensets, floats that are not finite, dicts whose keys are not all strings, and
-dataclass instances (by ``module:qualname`` and their ``init`` fields, rebuilt by calling
-the class). Types are matched exactly (a ``str`` subclass is not a ``str``), so what is read
-back is what was written. Anything else raises `NotSerializable` at save time, naming the
-state key and where in the value it is.
+instances of registered dataclasses (`register_state_type`), by ``module:qualname`` and
+their ``init`` fields, rebuilt by calling the class. Types are matched exactly (a ``str``
+subclass is not a ``str``), so what is read back is what was written. Anything else raises
+`NotSerializable` at save time, naming the state key and where in the value it is.
+
+Stored data never chooses code: a record naming a class that is not registered is
+`SessionStoreCorrupt`, and nothing is imported or built.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
-import importlib
 import json
 import math
 import typing
@@ -51,6 +53,7 @@ from fncore.core import (
 )
 from fncore.core._message_json import message_doc, message_from_doc, part_doc, part_from_doc
 from fncore.core._result import StopReason
+from fncore.runtime._state_types import state_type, state_type_name
 from fncore.session_stores._errors import (
     NotSerializable,
     SessionStoreCorrupt,
@@ -67,6 +70,10 @@ _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=Fa
 
 class _Unreadable(ValueError):
     """A record that does not decode (turned into `SessionStoreCorrupt` by the caller)."""
+
+
+class _Unregistered(_Unreadable):
+    """A record naming a class that is not registered for stored state."""
 
 
 def _b64(data: bytes) -> str:
@@ -112,7 +119,10 @@ def _record(text: str | bytes, what: str, known: int) -> dict[str, Any]:
 
 
 def _corrupt(what: str, exc: Exception) -> SessionStoreCorrupt:
-    msg = f"a stored {what} cannot be read ({type(exc).__name__}: {exc}); restore the store"
+    if isinstance(exc, _Unregistered):
+        msg = f"a stored {what} cannot be read: {exc}"
+    else:
+        msg = f"a stored {what} cannot be read ({type(exc).__name__}: {exc}); restore the store"
     return SessionStoreCorrupt(msg)
 
 
@@ -136,43 +146,29 @@ def decode_message(text: str | bytes) -> Message:
 
 # Session state --------------------------------------------------------------------------
 
-_TYPE_NAMES: dict[type, str] = {}
-_TYPES: dict[str, type] = {}
 
-
-def _resolve(name: str) -> type:
-    """The class ``module:qualname`` names."""
-    found = _TYPES.get(name)
-    if found is not None:
-        return found
-    module_name, _, qualname = name.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for attribute in qualname.split("."):
-        target = getattr(target, attribute)
-    if not (isinstance(target, type) and dataclasses.is_dataclass(target)):
-        msg = f"{name} is not a dataclass"
-        raise _Unreadable(msg)
-    _TYPES[name] = target
-    return target
+def _resolve(name: object) -> type:
+    """The registered dataclass ``name`` stands for; nothing is imported."""
+    found = state_type(name) if type(name) is str else None
+    if found is None:
+        msg = (
+            f"it names the type {name!r}, which is not registered for stored state: "
+            "register it with fncore.register_state_type where it is defined"
+        )
+        raise _Unregistered(msg)
+    return found
 
 
 def _type_name(cls: type, where: str) -> str:
-    """``module:qualname`` of the dataclass ``cls``, checked to lead back to it."""
-    name = _TYPE_NAMES.get(cls)
-    if name is not None:
-        return name
-    name = f"{cls.__module__}:{cls.__qualname__}"
-    try:
-        same = _resolve(name) is cls
-    except Exception:
-        same = False
-    if not same:
+    """``module:qualname`` of the dataclass ``cls``, which must be registered."""
+    name = state_type_name(cls)
+    if name is None:
         msg = (
-            f"{where} holds a {cls.__qualname__}, a dataclass that cannot be "
-            f"found again by its name {name!r}: define it at module level"
+            f"{where} holds a {cls.__qualname__}, a dataclass not registered for stored "
+            "state: define it at module level and register it there with "
+            f"fncore.register_state_type({cls.__name__}) (or as a class decorator)"
         )
         raise NotSerializable(msg)
-    _TYPE_NAMES[cls] = name
     return name
 
 
@@ -213,7 +209,7 @@ def _encode_value(value: object, where: str) -> Any:
     msg = (
         f"{where} holds a {kind.__module__}.{kind.__qualname__}, which cannot "
         "be stored: keep None, bool, int, float, str, bytes, list, tuple, set, frozenset, "
-        "dict, or module-level dataclasses of those"
+        "dict, or registered dataclasses of those (fncore.register_state_type)"
     )
     raise NotSerializable(msg)
 
@@ -292,7 +288,6 @@ def decode_state(text: str | bytes) -> dict[str, object]:
         KeyError,
         TypeError,
         AttributeError,
-        ImportError,
         RecursionError,
         binascii.Error,
     ) as exc:
@@ -583,7 +578,6 @@ def decode_checkpoint(text: str | bytes, claim: str, claim_until: float) -> Chec
         LookupError,  # KeyError, and IndexError for a short list
         TypeError,
         AttributeError,
-        ImportError,
         RecursionError,
         binascii.Error,
     ) as exc:

@@ -61,5 +61,5 @@ class NotSerializable(SessionStoreError, TypeError):
     """A value in the session's state (or a message) cannot be stored; nothing was written.
 
     Session state holds ``None``, booleans, numbers, strings, bytes, lists, tuples, sets,
-    dicts, and dataclasses defined at module level whose fields hold such values.
+    dicts, and registered dataclasses (`register_state_type`) whose fields hold such values.
     """

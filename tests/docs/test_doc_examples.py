@@ -9,6 +9,8 @@ import ast
 import asyncio
 import inspect
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -41,14 +43,22 @@ def python_blocks(path: Path) -> list[tuple[int, str]]:
 
 
 async def run_blocks(path: Path, blocks: list[tuple[int, str]]) -> None:
-    """Execute ``blocks`` in one shared namespace, awaiting top-level ``await``s."""
-    namespace: dict[str, object] = {"__name__": f"doc_{path.stem.replace('-', '_')}"}
-    for line, source in blocks:
-        padded = "\n" * (line - 1) + source
-        code = compile(padded, str(path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        result = eval(code, namespace)
-        if inspect.isawaitable(result):
-            await result
+    """Execute ``blocks`` in one shared namespace, awaiting top-level ``await``s.
+
+    The namespace is a module's, in ``sys.modules`` while the page runs, as a user's would be
+    (a dataclass looks its module up there).
+    """
+    page = types.ModuleType(f"doc_{path.stem.replace('-', '_')}")
+    sys.modules[page.__name__] = page
+    try:
+        for line, source in blocks:
+            padded = "\n" * (line - 1) + source
+            code = compile(padded, str(path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            result = eval(code, page.__dict__)
+            if inspect.isawaitable(result):
+                await result
+    finally:
+        del sys.modules[page.__name__]
 
 
 @pytest.mark.parametrize(

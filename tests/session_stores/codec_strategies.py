@@ -21,6 +21,7 @@ from fncore import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    register_state_type,
 )
 
 text = st.text()  # every code point, lone surrogates and NUL included
@@ -45,6 +46,7 @@ messages = st.builds(
 )
 
 
+@register_state_type
 @dataclasses.dataclass(frozen=True)
 class Point:
     """A module-level dataclass, as session state may hold."""
@@ -53,6 +55,7 @@ class Point:
     label: str = ""
 
 
+@register_state_type
 @dataclasses.dataclass
 class Box:
     """A mutable dataclass holding other values."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -63,3 +64,34 @@ async def durable(durable_url: str) -> AsyncIterator[StoreFactory]:
 def sid() -> str:
     """A session id no other test uses."""
     return f"s-{uuid.uuid4().hex[:12]}"
+
+
+class Planted:
+    """A module on ``sys.path`` that leaves a file behind if it is ever imported."""
+
+    name = "fncore_planted_module"
+    type_name = f"{name}:Payload"
+    """What a forged record names: the module's dataclass."""
+
+    def __init__(self, folder: Path) -> None:
+        self.marker = folder / "imported"
+
+    @property
+    def imported(self) -> bool:
+        """Whether the module ran (or is loaded)."""
+        return self.marker.exists() or self.name in sys.modules
+
+
+@pytest.fixture
+def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Planted:
+    """A module whose import would show: a record naming it must not import it."""
+    found = Planted(tmp_path)
+    (tmp_path / f"{found.name}.py").write_text(
+        f"open({str(found.marker)!r}, 'w').close()\n"
+        "import dataclasses\n"
+        "@dataclasses.dataclass\n"
+        "class Payload:\n"
+        "    note: str\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return found

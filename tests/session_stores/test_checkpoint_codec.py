@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from codec_strategies import Point, a_checkpoint, calls, canon, messages, results, text, values
+from conftest import Planted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +25,7 @@ from fncore import (
     NotSerializable,
     Paused,
     PendingRequest,
+    ReasoningPart,
     Reject,
     RequireTool,
     Respond,
@@ -29,10 +33,13 @@ from fncore import (
     RunResult,
     SessionSchemaTooNew,
     SessionStoreCorrupt,
+    TextPart,
+    ToolCallPart,
     Usage,
 )
 from fncore.core import ALL_DECISIONS
 from fncore.core._result import StopReason
+from fncore.middleware import Repair, ToolCallPatch
 from fncore.session_stores._codec import (
     CHECKPOINT_FORMAT,
     decode_checkpoint,
@@ -238,3 +245,56 @@ def test_a_state_that_contains_itself_is_not_serializable() -> None:
     loop.append(loop)
     with pytest.raises(NotSerializable, match="contains itself"):
         encode_checkpoint(a_checkpoint(state={"k": loop}))
+
+
+def test_a_checkpoint_naming_an_unregistered_type_imports_nothing(planted: Planted) -> None:
+    """Checkpoints decode stored values the same way: a forged type name imports nothing."""
+    forged = {"$": "dataclass", "type": planted.type_name, "fields": {"note": "x"}}
+    for field in ("state", "session_state", "metadata", "requests.0.arguments"):
+        record = json.loads(encode_checkpoint(a_checkpoint()))
+        set_in(field, {"k": forged})(record)
+        with pytest.raises(SessionStoreCorrupt, match="not registered for stored state"):
+            decode_checkpoint(json.dumps(record), "", 0.0)
+    assert not planted.imported
+
+
+@dataclasses.dataclass(frozen=True)
+class Unregistered:
+    """A dataclass nobody registered for stored state."""
+
+    n: int
+
+
+def test_a_checkpoint_holding_an_unregistered_dataclass_is_not_serializable() -> None:
+    """Saving a paused run whose state holds an unregistered dataclass fails, saying why."""
+    with pytest.raises(NotSerializable, match=r"register_state_type\(Unregistered\)"):
+        encode_checkpoint(a_checkpoint(state={"k": Unregistered(1)}))
+
+
+def test_a_checkpoint_written_by_the_previous_release_still_reads() -> None:
+    """A record in the current format, with built-ins' records in its state, decodes."""
+    repairs = (Repair("interrupted", 1, "call c1"),)
+    patches = (ToolCallPatch("c1", "add", "{a:1}", '{"a":1}', ("repaired JSON",)),)
+    history = (
+        Message.user("hi"),
+        Message(
+            "assistant",
+            (ReasoningPart("think", "sig"), TextPart("ok"), ToolCallPart("c1", "add", '{"a":1}')),
+        ),
+    )
+    expected = a_checkpoint(
+        stage="done",
+        decisions={"call_1": Approve()},
+        key="k3y",
+        outcome=RunResult("3", (Message.assistant("3"),), stop_reason="completed"),
+        state={
+            "fncore.repair_history.repair_history": repairs,
+            "fncore.patch_tool_calls.patch_tool_calls": patches,
+        },
+        session_state={"history": history, "usage": Usage(1, 2, 3, 4, 5, 6)},
+        metadata={"choice": RequireTool("add")},
+        claim="me",
+        claim_until=5.0,
+    )
+    record = (Path(__file__).parent / "records" / "checkpoint-v1.json").read_text()
+    assert canon(decode_checkpoint(record, "me", 5.0)) == canon(expected)

@@ -4,19 +4,35 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import socket
+from pathlib import Path
 
 import pytest
 from codec_strategies import Box, Point, canon, messages, text, values
+from conftest import Planted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fncore import (
+    Approve,
+    DataPart,
     Message,
     NotSerializable,
+    ReasoningPart,
+    RegistrationError,
+    Reject,
+    RequireTool,
+    Respond,
     SessionSchemaTooNew,
     SessionStoreCorrupt,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    register_state_type,
 )
+from fncore.middleware import Repair, ToolCallPatch
 from fncore.session_stores._codec import (
     decode_message,
     decode_state,
@@ -133,3 +149,82 @@ def test_a_message_part_of_another_type_is_not_serializable() -> None:
     """Only fncore's part types can be stored."""
     with pytest.raises(NotSerializable, match="not one of fncore's part types"):
         encode_message(Message("user", ("just a string",)))  # type: ignore[arg-type]
+
+
+RECORDS = Path(__file__).parent / "records"
+
+
+@dataclasses.dataclass
+class Tripwire:
+    """A dataclass nobody registered, whose construction would be visible."""
+
+    note: str
+
+    def __post_init__(self) -> None:
+        BUILT.append(self.note)
+
+
+BUILT: list[str] = []
+
+
+def a_record_naming(type_name: str) -> str:
+    """A state record holding one dataclass of the class ``type_name`` names."""
+    value = {"$": "dataclass", "type": type_name, "fields": {"note": "pwned"}}
+    return json.dumps({"v": 1, "values": {"k": value}})
+
+
+def test_a_record_naming_an_unregistered_module_imports_nothing(planted: Planted) -> None:
+    """Whoever writes the database cannot make a loading process import a module."""
+    with pytest.raises(SessionStoreCorrupt, match="not registered for stored state"):
+        decode_state(a_record_naming(planted.type_name))
+    assert not planted.imported
+
+
+def test_an_unregistered_dataclass_is_neither_built_nor_stored() -> None:
+    """A record naming an importable but unregistered dataclass runs none of its code."""
+    name = f"{Tripwire.__module__}:{Tripwire.__qualname__}"
+    with pytest.raises(SessionStoreCorrupt, match=re.escape(repr(name))):
+        decode_state(a_record_naming(name))
+    assert BUILT == []
+    with pytest.raises(NotSerializable, match=r"register_state_type\(Tripwire\)"):
+        encode_state({"k": Tripwire("mine")})
+
+
+def test_a_registered_dataclass_round_trips() -> None:
+    """Registering a class lets state hold it; registering it again changes nothing."""
+    assert register_state_type(Point) is Point
+    state = {"p": Point(1.5, "x"), "box": Box([Point(2.0)], Point(3.0))}
+    assert decode_state(encode_state(state)) == state
+
+
+def test_only_module_level_dataclasses_can_be_registered() -> None:
+    """Registration refuses what is not a dataclass, and a class made inside a function."""
+    with pytest.raises(RegistrationError, match="takes a dataclass"):
+        register_state_type(socket.socket)
+    with pytest.raises(RegistrationError, match="define it at module level"):
+        register_state_type(local_class())
+
+
+def test_state_written_by_the_previous_release_still_reads() -> None:
+    """A record in the current format, naming fncore's own types, decodes as it was written."""
+    state = decode_state((RECORDS / "state-v1.json").read_text())
+    assert state == {
+        "history": (
+            Message.user("hi"),
+            Message(
+                "assistant",
+                (
+                    ReasoningPart("think", "sig"),
+                    TextPart("ok"),
+                    ToolCallPart("c1", "add", '{"a":1}'),
+                ),
+            ),
+            Message("tool", (ToolResultPart("c1", "add", "2", False),)),
+            Message("user", (DataPart(b"\x89PNG", "image/png"),)),
+        ),
+        "usage": Usage(1, 2, 3, 4, 5, 6),
+        "repairs": (Repair("interrupted", 1, "call c1"),),
+        "patches": (ToolCallPatch("c1", "add", "{a:1}", '{"a":1}', ("repaired JSON",)),),
+        "choice": RequireTool("add"),
+        "decisions": (Approve(), Reject("no"), Respond("later")),
+    }

@@ -26,6 +26,7 @@ from fncore import (
     SessionUpdate,
     ToolCallPart,
     ToolResultPart,
+    register_state_type,
 )
 from fncore.testing import FunctionModel, TestModel
 
@@ -211,6 +212,7 @@ async def test_two_overlapping_runs_one_wins_one_conflicts(store: SessionStore, 
     assert len(session.messages) == 4
 
 
+@register_state_type
 @dataclasses.dataclass(frozen=True)
 class Note:
     """A module-level dataclass, as session state may hold."""

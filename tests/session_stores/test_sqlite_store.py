@@ -27,6 +27,7 @@ from fncore import (
     SqliteSessionStore,
     StateKey,
     SystemPromptContext,
+    register_state_type,
 )
 from fncore.session_stores import SCHEMA_VERSION
 from fncore.session_stores._sqlite import APPLICATION_ID
@@ -247,6 +248,7 @@ async def test_tables_dropped_behind_fncores_back_are_corrupt(tmp_path: Path) ->
     await store.aclose()
 
 
+@register_state_type
 @dataclasses.dataclass(frozen=True)
 class Positive:
     """A dataclass that checks its field, and so cannot be rebuilt from a bad value."""
