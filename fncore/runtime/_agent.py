@@ -75,6 +75,7 @@ from fncore.core._output import OutputStrategy, OutputT
 from fncore.core._pairing import unanswered
 from fncore.core._registry import default_registry
 from fncore.core._session import pending_calls, remember_pending
+from fncore.runtime._call_usage import with_later_calls
 from fncore.runtime._engine import Engine, session_state
 from fncore.runtime._finish import finish
 from fncore.runtime._hooks import notify
@@ -795,6 +796,11 @@ class Agent(Generic[OutputT]):
                     )
                 )
         result: RunOutcome = outcome  # type: ignore[assignment]
+        if type(result) is Success:  # what middleware's own calls spent outside the loop
+            done = result.unwrap()
+            counted = with_later_calls(run, done)
+            if counted is not done:
+                result = Success(counted)
         if type(result) is Success and result.unwrap().stop_reason == "paused":
             paused = result.unwrap().paused
             if paused is None or paused._point is None:

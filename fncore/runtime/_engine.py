@@ -70,6 +70,7 @@ from fncore.core._loop import (
 )
 from fncore.core._output import OutputSpec, on_output
 from fncore.core._session import pending_calls
+from fncore.runtime._call_usage import spend, with_calls
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._model_call import ask, checked, raised_by
 from fncore.runtime._subagent import Delegate, children_usage
@@ -197,9 +198,9 @@ class Engine:
     """
 
     __slots__ = (
+        "_children",
         "_compress",
         "_instructions",
-        "_looped",
         "_model_call",
         "_noted",
         "_reasoning",
@@ -250,12 +251,8 @@ class Engine:
             hooks.tool_end,
             (hooks.subagent_start, hooks.subagent_end),
         )
-        self._looped = (
-            self._loop_and_children
-            if any(type(t.function) is Delegate for t in tools.values())
-            else self._loop
-        )
-        """The loop; with sub-agents among the tools, it adds up their usage at its end."""
+        self._children = any(type(t.function) is Delegate for t in tools.values())
+        """Whether sub-agents are among the tools (their usage adds up in the run's)."""
         self._model_call: Handler[ModelCallContext, ModelResponse] | None = (
             fold_onion("model_call", layers.model_call, self._call_model, ModelResponse)
             if layers.model_call
@@ -301,7 +298,7 @@ class Engine:
         with: the input, the session and the run, as the middleware left them.
         """
         if self._run_onion is None:
-            return await self._looped(run, session, messages, tool_choice, settings)
+            return await self._loop_and_extras(run, session, messages, tool_choice, settings)
         return await self._run_onion(
             RunContext(run, messages, tool_choice, settings, session, record or RunRecord())
         )
@@ -319,7 +316,9 @@ class Engine:
                 session_state=session_state(session),
             )
         record.session, record.input, record.run = session, ctx.messages, run
-        outcome = await self._looped(run, session, ctx.messages, ctx.tool_choice, ctx.settings)
+        outcome = await self._loop_and_extras(
+            run, session, ctx.messages, ctx.tool_choice, ctx.settings
+        )
         record.outcome = outcome
         return outcome
 
@@ -404,17 +403,21 @@ class Engine:
         quiet = run if run.emit is None else replace(run, emit=None)
         target = self.model if model is None else model
         if self._model_call is not None:
-            return await self._model_call(ModelCallContext(quiet, request, target))
-        broken = check_pairing(request.messages)
-        if broken is not None:
-            return Failure(replace(broken, position="model_call"))
-        return await ask(target, request, None)
+            outcome = await self._model_call(ModelCallContext(quiet, request, target))
+        else:
+            broken = check_pairing(request.messages)
+            if broken is not None:
+                return Failure(replace(broken, position="model_call"))
+            outcome = await ask(target, request, None)
+        if type(outcome) is Success:
+            spend(run, outcome.unwrap().usage)
+        return outcome
 
     async def _tool_layer_end(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
         out = await self._tools_run.invoke(ctx.tool, ctx.args, ctx.run, ctx.call)
         return Success(out) if type(out) is ToolResult else Failure(out)
 
-    async def _loop_and_children(
+    async def _loop_and_extras(
         self,
         run: RunInfo,
         session: Session | None,
@@ -422,13 +425,15 @@ class Engine:
         tool_choice: ToolChoice,
         model_settings: ModelSettings,
     ) -> Outcome[RunResult]:
-        """The loop, its result's usage counting what its sub-agents spent."""
+        """The loop, its usage counting what sub-agents and middleware's own calls spent."""
         outcome = await self._loop(run, session, messages, tool_choice, model_settings)
         if type(outcome) is Success:
-            spent = children_usage(run)
+            done = with_calls(run, outcome.unwrap())
+            spent = children_usage(run) if self._children else None
             if spent is not None:
-                done = outcome.unwrap()
-                return Success(replace(done, usage=done.usage + spent))
+                done = replace(done, usage=done.usage + spent)
+            if done is not outcome.unwrap():
+                return Success(done)
         return outcome
 
     # -- the loop ------------------------------------------------------------------------

@@ -1,0 +1,73 @@
+"""What middleware's own model calls spend, counted in the run's `Usage`.
+
+A middleware's model call (`RunInfo.call_model`: compact's summary, emulate_tools,
+select_tools, guard's moderation) goes through the ``model_call`` onion, so trace, limits
+and budgets see it and its usage like any other call. Its usage is the run's too: each call
+adds the usage of the response it got back through the onion (a cached answer costs
+nothing, a retried call its last attempt, as for the agent's own rounds) to a tally in the
+reply state, which a pause keeps, so a resumed reply counts the whole reply. The tally is
+added to the `RunResult`:
+
+* when the loop ends, so ``run`` middleware (trace's run span) see a total that holds it;
+* once more after the ``run`` onion, for what was spent after the loop ended, or in a run
+  that never reached it (an input guard's moderation call, then a block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fncore.core import RunInfo, RunResult, StateKey, Usage
+
+SPENT: StateKey[tuple[int, ...]] = StateKey("fncore.model_calls.usage", default=tuple)
+"""What the reply's middleware calls spent so far: `Usage`'s six counts, in field order."""
+
+COUNTED: StateKey[tuple[int, ...]] = StateKey("fncore.model_calls.counted", default=tuple)
+"""How much of `SPENT` the loop's result already holds."""
+
+
+def _counts(usage: Usage) -> tuple[int, ...]:
+    return (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        usage.requests,
+    )
+
+
+def _peek(run: RunInfo, key: StateKey[tuple[int, ...]]) -> tuple[int, ...]:
+    """The value under ``key`` without creating it: a run that spent nothing keeps no entry."""
+    value = run.state.snapshot().get(key.name)
+    return value if type(value) is tuple else ()
+
+
+def spend(run: RunInfo, usage: Usage) -> None:
+    """Add ``usage``, what one middleware call of ``run`` spent, to the reply's tally."""
+    if usage == Usage():
+        return
+    spent = _peek(run, SPENT)
+    run.state.set(SPENT, _counts(Usage(*spent) + usage) if spent else _counts(usage))
+
+
+def with_calls(run: RunInfo, done: RunResult) -> RunResult:
+    """``done``, the loop's result, holding what the reply's middleware calls spent so far."""
+    spent = _peek(run, SPENT)
+    if not spent:
+        return done
+    run.state.set(COUNTED, spent)
+    return replace(done, usage=done.usage + Usage(*spent))
+
+
+def with_later_calls(run: RunInfo, done: RunResult) -> RunResult:
+    """``done``, the ``run`` onion's result, holding what `with_calls` could not count yet."""
+    spent = _peek(run, SPENT)
+    if not spent:
+        return done
+    counted = _peek(run, COUNTED) or (0,) * len(spent)
+    if spent == counted:
+        return done
+    run.state.set(COUNTED, spent)
+    later = Usage(*(s - c for s, c in zip(spent, counted, strict=True)))
+    return replace(done, usage=done.usage + later)
