@@ -176,13 +176,15 @@ class RunRecord:
     middleware terminates after it.
     """
 
-    __slots__ = ("input", "outcome", "run", "session")
+    __slots__ = ("counted", "input", "outcome", "run", "session")
 
     def __init__(self) -> None:
         self.input: tuple[Message, ...] = ()
         self.session: Session | None = None
         self.run: RunInfo | None = None
         self.outcome: Outcome[RunResult] | None = None
+        self.counted: tuple[int, ...] = ()
+        """The usage of middleware's own model calls that ``outcome`` holds (six counts)."""
 
 
 @final

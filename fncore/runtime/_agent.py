@@ -834,9 +834,9 @@ class Agent(Generic[OutputT]):
         result: RunOutcome = outcome  # type: ignore[assignment]
         if type(result) is Success:  # what middleware's own calls spent outside the loop
             done = result.unwrap()
-            counted = with_later_calls(run, done)
-            if counted is not done:
-                result = Success(counted)
+            whole = with_later_calls(run, done, () if record is None else record.counted)
+            if whole is not done:
+                result = Success(whole)
         if type(result) is Success and result.unwrap().stop_reason == "paused":
             paused = result.unwrap().paused
             if paused is None or paused._point is None:

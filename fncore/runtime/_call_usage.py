@@ -8,9 +8,11 @@ nothing, a retried call its last attempt, as for the agent's own rounds) to a ta
 reply state, which a pause keeps, so a resumed reply counts the whole reply. The tally is
 added to the `RunResult`:
 
-* when the loop ends, so ``run`` middleware (trace's run span) see a total that holds it;
-* once more after the ``run`` onion, for what was spent after the loop ended, or in a run
-  that never reached it (an input guard's moderation call, then a block).
+* when the loop ends, if ``run`` middleware wrap it, so they (trace's run span) see a total
+  that holds it;
+* after the ``run`` onion, what the result does not hold yet: all of it without ``run``
+  middleware; what was spent after the loop ended, or in a run that never reached it (an
+  input guard's moderation call, then a block), with them.
 """
 
 from __future__ import annotations
@@ -21,9 +23,6 @@ from fncore.core import RunInfo, RunResult, StateKey, Usage
 
 SPENT: StateKey[tuple[int, ...]] = StateKey("fncore.model_calls.usage", default=tuple)
 """What the reply's middleware calls spent so far: `Usage`'s six counts, in field order."""
-
-COUNTED: StateKey[tuple[int, ...]] = StateKey("fncore.model_calls.counted", default=tuple)
-"""How much of `SPENT` the loop's result already holds."""
 
 
 def _counts(usage: Usage) -> tuple[int, ...]:
@@ -37,9 +36,9 @@ def _counts(usage: Usage) -> tuple[int, ...]:
     )
 
 
-def _peek(run: RunInfo, key: StateKey[tuple[int, ...]]) -> tuple[int, ...]:
-    """The value under ``key`` without creating it: a run that spent nothing keeps no entry."""
-    value = run.state.snapshot().get(key.name)
+def _spent(run: RunInfo) -> tuple[int, ...]:
+    """The tally, without creating it: a run whose middleware spent nothing keeps no entry."""
+    value = run.state.snapshot().get(SPENT.name)
     return value if type(value) is tuple else ()
 
 
@@ -47,27 +46,23 @@ def spend(run: RunInfo, usage: Usage) -> None:
     """Add ``usage``, what one middleware call of ``run`` spent, to the reply's tally."""
     if usage == Usage():
         return
-    spent = _peek(run, SPENT)
+    spent = _spent(run)
     run.state.set(SPENT, _counts(Usage(*spent) + usage) if spent else _counts(usage))
 
 
-def with_calls(run: RunInfo, done: RunResult) -> RunResult:
-    """``done``, the loop's result, holding what the reply's middleware calls spent so far."""
-    spent = _peek(run, SPENT)
+def with_calls(run: RunInfo, done: RunResult) -> tuple[RunResult, tuple[int, ...]]:
+    """``done``, the loop's result, holding the tally so far; and the tally it holds."""
+    spent = _spent(run)
     if not spent:
-        return done
-    run.state.set(COUNTED, spent)
-    return replace(done, usage=done.usage + Usage(*spent))
+        return done, spent
+    return replace(done, usage=done.usage + Usage(*spent)), spent
 
 
-def with_later_calls(run: RunInfo, done: RunResult) -> RunResult:
-    """``done``, the ``run`` onion's result, holding what `with_calls` could not count yet."""
-    spent = _peek(run, SPENT)
-    if not spent:
-        return done
-    counted = _peek(run, COUNTED) or (0,) * len(spent)
+def with_later_calls(run: RunInfo, done: RunResult, counted: tuple[int, ...]) -> RunResult:
+    """``done``, the run's result, holding the tally: all but ``counted``, what it holds."""
+    spent = _spent(run)
     if spent == counted:
         return done
-    run.state.set(COUNTED, spent)
-    later = Usage(*(s - c for s, c in zip(spent, counted, strict=True)))
-    return replace(done, usage=done.usage + later)
+    if counted:
+        spent = tuple(s - c for s, c in zip(spent, counted, strict=True))
+    return replace(done, usage=done.usage + Usage(*spent))

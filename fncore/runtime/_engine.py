@@ -198,9 +198,9 @@ class Engine:
     """
 
     __slots__ = (
-        "_children",
         "_compress",
         "_instructions",
+        "_looped",
         "_model_call",
         "_noted",
         "_reasoning",
@@ -251,8 +251,12 @@ class Engine:
             hooks.tool_end,
             (hooks.subagent_start, hooks.subagent_end),
         )
-        self._children = any(type(t.function) is Delegate for t in tools.values())
-        """Whether sub-agents are among the tools (their usage adds up in the run's)."""
+        self._looped = (
+            self._loop_and_children
+            if any(type(t.function) is Delegate for t in tools.values())
+            else self._loop
+        )
+        """The loop; with sub-agents among the tools, it adds up their usage at its end."""
         self._model_call: Handler[ModelCallContext, ModelResponse] | None = (
             fold_onion("model_call", layers.model_call, self._call_model, ModelResponse)
             if layers.model_call
@@ -298,7 +302,7 @@ class Engine:
         with: the input, the session and the run, as the middleware left them.
         """
         if self._run_onion is None:
-            return await self._loop_and_extras(run, session, messages, tool_choice, settings)
+            return await self._looped(run, session, messages, tool_choice, settings)
         return await self._run_onion(
             RunContext(run, messages, tool_choice, settings, session, record or RunRecord())
         )
@@ -316,9 +320,11 @@ class Engine:
                 session_state=session_state(session),
             )
         record.session, record.input, record.run = session, ctx.messages, run
-        outcome = await self._loop_and_extras(
-            run, session, ctx.messages, ctx.tool_choice, ctx.settings
-        )
+        outcome = await self._looped(run, session, ctx.messages, ctx.tool_choice, ctx.settings)
+        if type(outcome) is Success:  # so run middleware see what middleware calls spent
+            done, record.counted = with_calls(run, outcome.unwrap())
+            if done is not outcome.unwrap():
+                outcome = Success(done)
         record.outcome = outcome
         return outcome
 
@@ -417,7 +423,7 @@ class Engine:
         out = await self._tools_run.invoke(ctx.tool, ctx.args, ctx.run, ctx.call)
         return Success(out) if type(out) is ToolResult else Failure(out)
 
-    async def _loop_and_extras(
+    async def _loop_and_children(
         self,
         run: RunInfo,
         session: Session | None,
@@ -425,15 +431,13 @@ class Engine:
         tool_choice: ToolChoice,
         model_settings: ModelSettings,
     ) -> Outcome[RunResult]:
-        """The loop, its usage counting what sub-agents and middleware's own calls spent."""
+        """The loop, its result's usage counting what its sub-agents spent."""
         outcome = await self._loop(run, session, messages, tool_choice, model_settings)
         if type(outcome) is Success:
-            done = with_calls(run, outcome.unwrap())
-            spent = children_usage(run) if self._children else None
+            spent = children_usage(run)
             if spent is not None:
-                done = replace(done, usage=done.usage + spent)
-            if done is not outcome.unwrap():
-                return Success(done)
+                done = outcome.unwrap()
+                return Success(replace(done, usage=done.usage + spent))
         return outcome
 
     # -- the loop ------------------------------------------------------------------------

@@ -14,8 +14,11 @@ from fncore import (
     Message,
     ModelRequest,
     ModelResponse,
+    Outcome,
     Registry,
     RunCompleted,
+    RunContext,
+    RunNext,
     RunResult,
     Usage,
 )
@@ -136,8 +139,14 @@ async def test_a_run_middlewares_call_after_the_loop_counts_too() -> None:
     assert result.usage == MAIN + SIDE
 
 
-async def test_an_emulated_tool_before_a_pause_counts_once_in_the_resumed_reply() -> None:
-    """The emulator's call, made before a pause, is in both results, and once in the last."""
+@pytest.mark.parametrize("run_layer", [False, True])
+async def test_an_emulated_tool_before_a_pause_counts_once_in_the_resumed_reply(
+    run_layer: bool,
+) -> None:
+    """The emulator's call, made before a pause, is in both results, and once in the last.
+
+    With a ``run`` middleware too, which sees the result (and its usage) of each invocation.
+    """
     replies = iter(
         [tool_calls(("lookup", {"q": "x"}), ("transfer", {"amount": 5})), Message.assistant("done")]
     )
@@ -155,6 +164,15 @@ async def test_an_emulated_tool_before_a_pause_counts_once_in_the_resumed_reply(
     registry = Registry()
     registry.include(approve(["transfer"]))
     registry.include(emulate_tools(tools=["lookup"], model=emulator))
+    seen: list[Usage] = []
+    if run_layer:
+
+        @registry.on("run")
+        async def watch(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
+            outcome = await call_next(ctx)
+            seen.append(outcome.unwrap().usage)
+            return outcome
+
     agent = Agent(model, registry=registry, tools=[lookup, transfer])
     paused = (await agent.run("go")).unwrap()
     assert paused.stop_reason == "paused"
@@ -164,6 +182,7 @@ async def test_an_emulated_tool_before_a_pause_counts_once_in_the_resumed_reply(
     assert resumed.output == "done"
     assert resumed.usage == MAIN + SIDE + MAIN
     assert len(emulator.requests) == 1
+    assert seen == ([paused.usage, resumed.usage] if run_layer else [])
 
 
 async def test_the_run_span_and_budget_see_what_the_chat_spans_add_up_to() -> None:
