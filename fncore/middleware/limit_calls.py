@@ -86,7 +86,8 @@ class _Counter:
     store: SharedStore | None = None
     """Where it counts, under the session's id, if not in the run's state."""
 
-    def _stored(self, run: RunInfo) -> str:
+    def stored_key(self, run: RunInfo) -> str:
+        """Its key in the store, for ``run``'s session."""
         return f"{self.key.name}:{run.session_id}"
 
     def state(self, run: RunInfo) -> State:
@@ -96,7 +97,7 @@ class _Counter:
     async def used(self, run: RunInfo) -> int:
         """How many calls ``run`` has made so far, in this limit's scope."""
         if self.store is not None:
-            return int(await self.store.incr(self._stored(run), 0.0))
+            return int(await self.store.incr(self.stored_key(run), 0.0))
         return self.state(run).get(self.key)
 
 
@@ -108,23 +109,24 @@ async def _admit(counters: list[_Counter], run: RunInfo) -> _Counter | None:
     over the limit, as are the others' counts then). Exact however many runs are concurrent,
     in however many processes.
     """
-    local = [c for c in counters if c.store is None]
-    for counter in local:
-        if counter.state(run).get(counter.key) >= counter.allowed:
+    for counter in counters:
+        if counter.store is None and counter.state(run).get(counter.key) >= counter.allowed:
             return counter
-    for counter in local:
-        state = counter.state(run)
-        state.set(counter.key, state.get(counter.key) + 1)
+    for counter in counters:
+        if counter.store is None:
+            state = counter.state(run)
+            state.set(counter.key, state.get(counter.key) + 1)
     counted: list[tuple[SharedStore, str]] = []
     for counter in counters:
         if counter.store is None:
             continue
-        where = (counter.store, counter._stored(run))
+        where = (counter.store, counter.stored_key(run))
         counted.append(where)
         if await counter.store.incr(where[1], 1.0) > counter.allowed:
-            for taken in local:
-                state = taken.state(run)
-                state.set(taken.key, state.get(taken.key) - 1)
+            for taken in counters:
+                if taken.store is None:
+                    state = taken.state(run)
+                    state.set(taken.key, state.get(taken.key) - 1)
             for store, key in counted:
                 await store.incr(key, -1.0)
             return counter
