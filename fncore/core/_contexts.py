@@ -125,9 +125,11 @@ class RunInfo:
         """Send ``request`` through the agent's ``model_call`` middleware, then the model.
 
         For middleware that need a model of their own (to summarise, to emulate a tool, to
-        moderate): tracing, limits, budgets and retries see the call like any other. It
-        streams nothing to the run's consumer. ``model`` defaults to the agent's; ``by``
-        names the caller, and the call's contexts carry it as `calling`.
+        moderate): tracing, limits, budgets and retries see the call like any other, and
+        the usage of its answer adds up in the run's `RunResult.usage` (a pause keeps it).
+        It streams nothing to the run's consumer, not even its usage: the stream's
+        `RunCompleted` holds the total. ``model`` defaults to the agent's; ``by`` names the
+        caller, and the call's contexts carry it as `calling`.
 
         Returns:
             The model's response, or the error value (a run without an agent, e.g. a
@@ -176,13 +178,15 @@ class RunRecord:
     middleware terminates after it.
     """
 
-    __slots__ = ("input", "outcome", "run", "session")
+    __slots__ = ("counted", "input", "outcome", "run", "session")
 
     def __init__(self) -> None:
         self.input: tuple[Message, ...] = ()
         self.session: Session | None = None
         self.run: RunInfo | None = None
         self.outcome: Outcome[RunResult] | None = None
+        self.counted: tuple[int, ...] = ()
+        """The usage of middleware's own model calls that ``outcome`` holds (six counts)."""
 
 
 @final

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from fncore.core._errors import RegistrationError
 from fncore.core._registry import Registration
@@ -19,7 +18,9 @@ def order_layers(layers: Sequence[Registration]) -> tuple[Registration, ...]:
     and ``innermost`` pins move a middleware to an end and ``before``/``after`` hints move
     it around a named one. Only the middleware carrying a hint moves, and only if it is not
     already on the asked side: it goes just outside (``before``) or just inside (``after``)
-    the one it names, and every other middleware keeps its registration order.
+    the one it names, and every other middleware keeps its registration order. A built-in's
+    hints (its ``builtin`` is set) name built-ins, matched by what each layer is, not by
+    its name: see `Registration.builtin`.
 
     Raises:
         RegistrationError: for a hint naming a middleware that is not registered at this
@@ -33,34 +34,27 @@ def order_layers(layers: Sequence[Registration]) -> tuple[Registration, ...]:
         ['b', 'a']
     """
     index = {reg.name: i for i, reg in enumerate(layers)}
-    layers = [_known_hints(reg, index) if reg.soft else reg for reg in layers]
+    kinds: dict[str, list[int]] = {}
+    for i, reg in enumerate(layers):
+        if reg.builtin is not None:
+            kinds.setdefault(reg.builtin, []).append(i)
+    outer: list[list[int]] = []
+    inner: list[list[int]] = []
+    for i, reg in enumerate(layers):
+        outer.append(_targets(reg, i, reg.before, "before", index, kinds))
+        inner.append(_targets(reg, i, reg.after, "after", index, kinds))
     rank = sorted(range(len(layers)), key=lambda i: (_GROUP[layers[i].order], i))
     priority = {i: p for p, i in enumerate(rank)}
     edges: dict[int, set[int]] = {i: set() for i in range(len(layers))}
-    for i, reg in enumerate(layers):
-        for hint, names in (("before", reg.before), ("after", reg.after)):
-            for other in names:
-                if other not in index:
-                    known = ", ".join(sorted(index)) or "none"
-                    msg = (
-                        f"{reg.position} middleware {reg.name!r} asks to run {hint} {other!r}, "
-                        f"which is not registered at {reg.position!r} (registered: {known}); "
-                        "fix the name or register it"
-                    )
-                    raise RegistrationError(msg)
-                j = index[other]
-                if j == i:
-                    msg = f"{reg.position} middleware {reg.name!r} asks to run {hint} itself"
-                    raise RegistrationError(msg)
-                if hint == "before":
-                    edges[i].add(j)
-                else:
-                    edges[j].add(i)
+    for i in range(len(layers)):
+        edges[i].update(outer[i])
+        for j in inner[i]:
+            edges[j].add(i)
     indegree = dict.fromkeys(edges, 0)
     for targets in edges.values():
         for j in targets:
             indegree[j] += 1
-    place = _wanted_places(layers, index, priority)
+    place = _wanted_places(outer, inner, priority)
     ready = [(place[i], priority[i], i) for i, d in indegree.items() if d == 0]
     heapq.heapify(ready)
     out: list[int] = []
@@ -76,42 +70,75 @@ def order_layers(layers: Sequence[Registration]) -> tuple[Registration, ...]:
     return tuple(layers[i] for i in out)
 
 
-def _known_hints(reg: Registration, index: Mapping[str, int]) -> Registration:
-    """``reg`` without the hints that name middleware not registered at its position."""
-    return replace(
-        reg,
-        before=tuple(n for n in reg.before if n in index),
-        after=tuple(n for n in reg.after if n in index),
-    )
+def _targets(
+    reg: Registration,
+    i: int,
+    names: tuple[str, ...],
+    hint: str,
+    index: Mapping[str, int],
+    kinds: Mapping[str, list[int]],
+) -> list[int]:
+    """The layers that ``reg``'s ``before`` (or ``after``) hint ``names`` point at.
+
+    A built-in's hints name built-ins, and point at the layers that are those built-ins
+    (their ``builtin``), whatever they are called, and never at a middleware of yours that
+    happens to share a built-in's name; a built-in that is not there is skipped. Any other
+    hint names a middleware by its name (and a ``soft`` one skips names that are not there).
+
+    Raises:
+        RegistrationError: for a hint naming no registered middleware (unless soft), or the
+            middleware itself.
+    """
+    if reg.builtin is not None:
+        return [j for name in names for j in kinds.get(name, ()) if j != i]
+    found: list[int] = []
+    for other in names:
+        j = index.get(other)
+        if j is None:
+            if reg.soft:
+                continue
+            known = ", ".join(sorted(index)) or "none"
+            msg = (
+                f"{reg.position} middleware {reg.name!r} asks to run {hint} {other!r}, "
+                f"which is not registered at {reg.position!r} (registered: {known}); "
+                "fix the name or register it"
+            )
+            raise RegistrationError(msg)
+        if j == i:
+            msg = f"{reg.position} middleware {reg.name!r} asks to run {hint} itself"
+            raise RegistrationError(msg)
+        found.append(j)
+    return found
 
 
 def _wanted_places(
-    layers: Sequence[Registration], index: dict[str, int], priority: dict[int, int]
+    outer: Sequence[Sequence[int]], inner: Sequence[Sequence[int]], priority: dict[int, int]
 ) -> dict[int, float]:
     """Where each middleware would go: its own place, unless its own hints move it.
 
-    A hinted middleware goes just outside (``before``) or just inside (``after``) the one it
-    names when it is not already there; the named one does not move. The topological sort
-    then enforces every hint, so these places only break ties.
+    A hinted middleware goes just outside (``before``, the layers in ``outer``) or just
+    inside (``after``, those in ``inner``) the ones it names when it is not already there;
+    the named ones do not move. The topological sort then enforces every hint, so these
+    places only break ties.
     """
-    step = 1 / (len(layers) + 1)
+    step = 1 / (len(outer) + 1)
     place: dict[int, float] = {}
 
     def wanted(i: int, visiting: frozenset[int]) -> float:
         if i in place:
             return place[i]
-        reg, inside = layers[i], visiting | {i}
+        inside = visiting | {i}
         spot = float(priority[i])
-        outer = [wanted(index[n], inside) for n in reg.before if index[n] not in inside]
-        inner = [wanted(index[n], inside) for n in reg.after if index[n] not in inside]
-        if outer:
-            spot = min(spot, min(outer) - step)
-        if inner:
-            spot = max(spot, max(inner) + step)
+        before = [wanted(j, inside) for j in outer[i] if j not in inside]
+        after = [wanted(j, inside) for j in inner[i] if j not in inside]
+        if before:
+            spot = min(spot, min(before) - step)
+        if after:
+            spot = max(spot, max(after) + step)
         place[i] = spot
         return spot
 
-    for i in range(len(layers)):
+    for i in range(len(outer)):
         wanted(i, frozenset())
     return place
 

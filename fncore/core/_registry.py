@@ -86,7 +86,12 @@ class Registration:
     """For ``tool_call``: only these tools pass through it (``None``: all)."""
     soft: bool = False
     """Whether ``before``/``after`` may name middleware that are not registered (such hints
-    are dropped): how built-ins declare their place among the others, whichever are there."""
+    are dropped)."""
+    builtin: str | None = None
+    """Which of fncore's built-ins this layer is (``None`` for your own middleware). A
+    built-in's ``before``/``after`` name other built-ins and apply to the layers that are
+    those built-ins, whatever their names, and to whichever of them are there: a middleware
+    of yours named ``cache`` is never placed as if it were the ``cache`` built-in."""
 
 
 @final
@@ -237,6 +242,7 @@ class Registry:
         before: Names = (),
         after: Names = (),
         soft: bool = False,
+        builtin: str | None = None,
     ) -> Callable[[_Run], _Run]: ...
     @overload
     def on(
@@ -248,6 +254,7 @@ class Registry:
         before: Names = (),
         after: Names = (),
         soft: bool = False,
+        builtin: str | None = None,
     ) -> Callable[[_Reasoning], _Reasoning]: ...
     @overload
     def on(
@@ -259,6 +266,7 @@ class Registry:
         before: Names = (),
         after: Names = (),
         soft: bool = False,
+        builtin: str | None = None,
     ) -> Callable[[_ModelCall], _ModelCall]: ...
     @overload
     def on(
@@ -271,6 +279,7 @@ class Registry:
         after: Names = (),
         tools: Names | None = None,
         soft: bool = False,
+        builtin: str | None = None,
     ) -> Callable[[_ToolCall], _ToolCall]: ...
     @overload
     def on(
@@ -282,6 +291,7 @@ class Registry:
         before: Names = (),
         after: Names = (),
         soft: bool = False,
+        builtin: str | None = None,
     ) -> Callable[[_Compress], _Compress]: ...
     @overload
     def on(
@@ -293,6 +303,7 @@ class Registry:
         before: Names = (),
         after: Names = (),
         soft: bool = False,
+        builtin: str | None = None,
     ) -> Callable[[_SystemPrompt], _SystemPrompt]: ...
     def on(
         self,
@@ -304,6 +315,7 @@ class Registry:
         after: Names = (),
         tools: Names | None = None,
         soft: bool = False,
+        builtin: str | None = None,
     ) -> Callable[[_Fn], _Fn]:
         """Register the decorated async function as middleware at ``position``.
 
@@ -317,6 +329,9 @@ class Registry:
             tools: For ``tool_call`` only: the tool names it applies to.
             soft: ``before``/``after`` may name middleware that are not registered; those
                 hints are dropped instead of failing the build.
+            builtin: Set by fncore's built-ins only: which built-in this is. Their
+                ``before``/``after`` then name built-ins, matched by this, not by name (see
+                `Registration.builtin`).
 
         Raises:
             RegistrationError: for an unknown position, a wrong signature, a duplicate name,
@@ -357,6 +372,7 @@ class Registry:
                 tuple(after),
                 None if tools is None else tuple(tools),
                 soft,
+                builtin,
             )
             self.add(reg)
             return fn

@@ -3,8 +3,8 @@
 Each entry names a built-in (``use = "retry"``) or a factory of your own
 (``use = "package.module:factory"``); its other keys are the factory's keyword arguments,
 validated against the factory's signature before it is called. The entries are included in
-order, so the first is the outermost, and each built-in's declared place (its soft ordering
-hints) still applies.
+order, so the first is the outermost, and each built-in's declared place (its ordering
+hints, which find the other built-ins by what they are) still applies.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Where each built-in stands in the onion, relative to the other built-ins present.
 
-Outermost first. Every built-in registers with ``soft=True`` hints from `place`, so the
-order holds whichever built-ins an agent has and whatever order they were listed in, and a
-missing one is simply skipped. Why this order is the "Ordering the built-ins" page.
+Outermost first. Every built-in registers with the hints from `place`, which name the other
+built-ins and find them by what they are (``Registry.on(..., builtin=...)``), never by
+name: the order holds whichever built-ins an agent has, whatever they are called and
+whatever order they were listed in, a missing one is simply skipped, and a middleware of
+yours named like a built-in is not taken for it. Why this order is the "Ordering the
+built-ins" page.
 """
 
 from __future__ import annotations
@@ -38,15 +41,16 @@ class Place(TypedDict):
 
     before: list[str]
     after: list[str]
-    soft: bool
+    builtin: str
 
 
 def place(name: str) -> Place:
-    """The soft ``before``/``after`` hints that put built-in ``name`` in its place.
+    """The ``before``/``after`` hints that put built-in ``name`` in its place, and its identity.
 
     Example:
-        >>> place("fallback")["after"][-3:]
-        ['cache', 'limit_calls', 'budget']
+        >>> where = place("fallback")
+        >>> where["after"][-3:], where["builtin"]
+        (['cache', 'limit_calls', 'budget'], 'fallback')
     """
     index = ORDER.index(name)
-    return {"before": list(ORDER[index + 1 :]), "after": list(ORDER[:index]), "soft": True}
+    return {"before": list(ORDER[index + 1 :]), "after": list(ORDER[:index]), "builtin": name}

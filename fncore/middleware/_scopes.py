@@ -1,15 +1,17 @@
-"""What the limit built-ins share: the reply's last round, and runs without a needed scope.
+"""What the limit built-ins share: the reply's last round, runs without a needed scope, turns.
 
 Both `limit_calls` and `budget` end a reply gracefully the same way: the round that must be
 the last is told to answer and offered no tools; a round after it (the model called a tool
 anyway) ends the run with a configured message instead of calling the model again. Both fail
-a run early when a limit is counted per session (or per tenant) and the run has none.
+a run early when a limit is counted per session (or per tenant) and the run has none. And
+both can count a session in a shared store, where the session's rounds take turns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Literal, TypeAlias
 
@@ -31,12 +33,43 @@ from fncore.core import (
     Terminate,
 )
 from fncore.middleware._place import place
+from fncore.stores import SharedStore
 
 Verdict = Literal["go", "last", "stop"]
 """Before a round: go on as usual, make it the reply's last, or stop without a model call."""
 
 Turn: TypeAlias = Callable[[RunInfo], AbstractAsyncContextManager[None]]
 """Something a round runs inside, verdict included: a session's turn among its runs."""
+
+_TURNS: ContextVar[frozenset[str]] = ContextVar("fncore_session_turns", default=frozenset())
+"""The session turns the current task holds (a nested model call must not wait for itself)."""
+
+
+def session_turns(store: SharedStore, name: str) -> Turn:
+    """A session's turn for its rounds, held in ``store`` by every process using it.
+
+    Counting a session in a store (``budget(session_spend="store")``,
+    ``limit_calls(session_counts="store")``), each round of the session's runs, from the
+    check before it to what its model call counts, holds the turn: so the check sees what
+    every earlier round of the session counted, wherever it ran. ``name`` (the middleware's)
+    keeps two middleware's turns apart.
+    """
+
+    @asynccontextmanager
+    async def turn(run: RunInfo) -> AsyncIterator[None]:
+        key = f"{name}.turn:{run.session_id}"
+        held = _TURNS.get()
+        if key in held:
+            yield
+            return
+        async with store.lock(key):
+            token = _TURNS.set(held | {key})
+            try:
+                yield
+            finally:
+                _TURNS.reset(token)
+
+    return turn
 
 
 def register_last_round(

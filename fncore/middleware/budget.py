@@ -24,9 +24,7 @@ is known only afterwards). What follows is ``exit``:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -55,6 +53,7 @@ from fncore.middleware._scopes import (
     Verdict,
     register_last_round,
     require_scopes,
+    session_turns,
     tenant_of,
 )
 from fncore.stores import SharedStore, open_store
@@ -179,30 +178,6 @@ class _Books:
             state.set(budget.key, state.get(budget.key) + budget.amount(tokens, cost))
         if self.stored is not None:
             await self.stored.spend(run, tokens, cost)
-
-
-_TURNS: ContextVar[frozenset[str]] = ContextVar("fncore_budget_turns", default=frozenset())
-"""The session turns the current task holds (a nested model call must not wait for itself)."""
-
-
-def _turns(store: SharedStore, name: str) -> Turn:
-    """A session's turn for its rounds, held in ``store`` by every process using it."""
-
-    @asynccontextmanager
-    async def turn(run: RunInfo) -> AsyncIterator[None]:
-        key = f"{name}.turn:{run.session_id}"
-        held = _TURNS.get()
-        if key in held:
-            yield
-            return
-        async with store.lock(key):
-            token = _TURNS.set(held | {key})
-            try:
-                yield
-            finally:
-                _TURNS.reset(token)
-
-    return turn
 
 
 def _state(budget: _Budget, run: RunInfo) -> State:
@@ -342,7 +317,7 @@ def budget(
     )
     # Per-session spending in the store: a session's rounds take turns, in every process,
     # so the check before each round sees what every earlier round spent.
-    turn = None if kept is None or session_spend == "state" else _turns(kept, name)
+    turn = None if kept is None or session_spend == "state" else session_turns(kept, name)
     if exit == "end":
 
         async def verdict(ctx: ReasoningContext) -> Verdict:

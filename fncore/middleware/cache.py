@@ -11,6 +11,9 @@ that cannot be read (another version, damaged) is a miss, and is replaced.
   response that ended in error.
 * Model requests sent with ``temperature > 0`` are not cached unless ``sampled=True``: they
   ask for a different answer each time. (An unset temperature is cached.)
+* Keys are the same in every process: what a request holds beyond JSON (a set, bytes, an
+  enum, a date, ...) is keyed by a canonical form, and a value with none is refused with a
+  `MiddlewareError` before anything is sent.
 * Concurrent identical misses in one process make one call: the others wait for it.
 * An answer from the cache costs no tokens: it comes with empty usage. Streaming, it is
   replayed as the stream events its response is made of.
@@ -26,12 +29,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from returns.result import Failure, Success
 
 from fncore.core import (
     EventMapFailed,
+    MiddlewareError,
     ModelCallContext,
     ModelCallNext,
     ModelResponse,
@@ -50,6 +54,7 @@ from fncore.core import (
     Usage,
 )
 from fncore.middleware._cache_json import (
+    Unkeyable,
     decode_response,
     decode_result,
     encode_response,
@@ -228,7 +233,10 @@ def cache(
             temperature = request.settings.temperature
             if temperature is not None and temperature > 0 and not sampled:
                 return await call_next(ctx)
-            key = f"{prefix}model:{request_key(request, ctx.model.name)}"
+            try:
+                key = f"{prefix}model:{request_key(request, ctx.model.name)}"
+            except Unkeyable as exc:
+                return Failure(_unkeyable(exc, "model_call", name))
             outcome, hit = await responses.answer(key, lambda: call_next(ctx))
             return _replayed(ctx, outcome.unwrap()) if hit else outcome
 
@@ -239,11 +247,21 @@ def cache(
         async def cached_tool_call(
             ctx: ToolCallContext, call_next: ToolCallNext
         ) -> Outcome[ToolResult]:
-            key = f"{prefix}tool:{ctx.tool.name}:{tool_key(ctx)}"
+            try:
+                key = f"{prefix}tool:{ctx.tool.name}:{tool_key(ctx)}"
+            except Unkeyable as exc:
+                return Failure(_unkeyable(exc, "tool_call", name))
             outcome, _ = await results.answer(key, lambda: call_next(ctx))
             return outcome
 
     return registry
+
+
+def _unkeyable(
+    exc: Unkeyable, position: Literal["model_call", "tool_call"], name: str
+) -> MiddlewareError:
+    """The error value of a call the cache cannot key: nothing was sent."""
+    return MiddlewareError(message=f"{exc}; nothing was sent", position=position, middleware=name)
 
 
 def _keeps_response(response: ModelResponse) -> bool:

@@ -2,7 +2,10 @@
 
 Counts live in the run's state, never on the middleware: reply counts in ``ctx.run.state``
 (fresh for every reply, whatever the previous reply ended with) and session counts in
-``ctx.run.session_state`` (committed with the session when a run succeeds).
+``ctx.run.session_state`` (committed with the session when a run succeeds), or with
+``session_counts="store"`` in a store, under the session's id: shared at once by every run
+of the session in every process using the store, whose rounds take turns (a lock in the
+store), so concurrent runs of a session never make more calls than its limit.
 
 What happens at a limit is ``exit``:
 
@@ -20,7 +23,7 @@ What happens at a limit is ``exit``:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -35,6 +38,7 @@ from fncore.core import (
     ReasoningContext,
     Registry,
     RunInfo,
+    State,
     StateKey,
     Terminate,
     ToolCallContext,
@@ -43,7 +47,8 @@ from fncore.core import (
 )
 from fncore.middleware._errors import checked
 from fncore.middleware._place import place
-from fncore.middleware._scopes import Verdict, register_last_round, require_scopes
+from fncore.middleware._scopes import Verdict, register_last_round, require_scopes, session_turns
+from fncore.stores import SharedStore, open_store
 
 HINT = "You have reached your call limit. Answer now, with what you have, without calling tools."
 """What the last round of a reply is told, by default."""
@@ -66,6 +71,11 @@ def _counters(
     ]
 
 
+def _in_store(counters: list[_Counter], store: SharedStore) -> list[_Counter]:
+    """``counters``, the per-session ones counting in ``store`` (``session_counts="store"``)."""
+    return [replace(c, store=store) if c.scope == "session" else c for c in counters]
+
+
 @dataclass(frozen=True, slots=True)
 class _Counter:
     """One configured limit: what set it, where it counts, how many calls it allows."""
@@ -74,24 +84,53 @@ class _Counter:
     scope: Literal["reply", "session"]
     allowed: int
     key: StateKey[int]
+    store: SharedStore | None = None
+    """Where it counts, under the session's id, if not in the run's state."""
 
-    def used(self, run: RunInfo) -> int:
+    def stored_key(self, run: RunInfo) -> str:
+        """Its key in the store, for ``run``'s session."""
+        return f"{self.key.name}:{run.session_id}"
+
+    def state(self, run: RunInfo) -> State:
+        """The state this limit counts in (for a limit that counts in a store: unused)."""
+        return run.state if self.scope == "reply" else run.session_state
+
+    async def used(self, run: RunInfo) -> int:
         """How many calls ``run`` has made so far, in this limit's scope."""
-        state = run.state if self.scope == "reply" else run.session_state
-        return state.get(self.key)
+        if self.store is not None:
+            return int(await self.store.incr(self.stored_key(run), 0.0))
+        return self.state(run).get(self.key)
 
 
-def _admit(counters: list[_Counter], run: RunInfo) -> _Counter | None:
+async def _admit(counters: list[_Counter], run: RunInfo) -> _Counter | None:
     """Count one call in every counter and return ``None``, or the first counter that is full.
 
-    No await between reading and writing: exact however many runs are concurrent.
+    The counters in the run's state are checked and counted with no await in between; each
+    counter in a store counts the call atomically (an increment, taken back if that went
+    over the limit, as are the others' counts then). Exact however many runs are concurrent,
+    in however many processes.
     """
     for counter in counters:
-        if counter.used(run) >= counter.allowed:
+        if counter.store is None and counter.state(run).get(counter.key) >= counter.allowed:
             return counter
     for counter in counters:
-        state = run.state if counter.scope == "reply" else run.session_state
-        state.set(counter.key, state.get(counter.key) + 1)
+        if counter.store is None:
+            state = counter.state(run)
+            state.set(counter.key, state.get(counter.key) + 1)
+    counted: list[tuple[SharedStore, str]] = []
+    for counter in counters:
+        if counter.store is None:
+            continue
+        where = (counter.store, counter.stored_key(run))
+        counted.append(where)
+        if await counter.store.incr(where[1], 1.0) > counter.allowed:
+            for taken in counters:
+                if taken.store is None:
+                    state = taken.state(run)
+                    state.set(taken.key, state.get(taken.key) - 1)
+            for store, key in counted:
+                await store.incr(key, -1.0)
+            return counter
     return None
 
 
@@ -122,6 +161,8 @@ def limit_calls(
     exit: Literal["end", "error", "continue"] = "end",
     hint: str = HINT,
     message: str = MESSAGE,
+    session_counts: Literal["state", "store"] = "state",
+    store: str = "memory://",
     name: str = "limit_calls",
 ) -> Registry:
     """Limit the model calls and tool calls of each reply, and of each session.
@@ -138,14 +179,23 @@ def limit_calls(
             error result and the reply goes on (a model-call limit still ends it).
         hint: What the last round of a reply is told (``exit="end"``).
         message: The output when the model calls tools even in its last round.
+        session_counts: Where per-session calls are counted: ``"state"``, the session's
+            state, committed with it when a run succeeds; or ``"store"``, in ``store``
+            under the session's id, shared at once by every run of the session in every
+            process using it (failed runs' calls included), whose rounds take turns.
+        store: Where per-session calls are counted with ``session_counts="store"``:
+            ``memory://`` (this process) or ``redis://host:port/db`` (every process using
+            it).
         name: The middleware's name at each position (to use two instances).
 
     Returns:
         A registry with the middleware: at ``model_call`` and ``tool_call`` to count, at
-        ``reasoning`` for the last round, at ``run`` to require a session if needed.
+        ``reasoning`` for the last round (and the session's turn, with
+        ``session_counts="store"``), at ``run`` to require a session if needed.
 
     Raises:
-        ValueError: for no limit at all, or ``tools`` without a tool limit.
+        ValueError: for no limit at all, ``tools`` without a tool limit, or
+            ``session_counts="store"`` without a per-session limit.
 
     Example:
         >>> registry = limit_calls(model_calls_per_reply=10, tool_calls_per_reply=3)
@@ -168,8 +218,21 @@ def limit_calls(
     if tools is not None and (not tool or not tools):
         msg = "limit_calls: tools= names the tools a tool-call limit counts; set one, and a tool"
         raise ValueError(msg)
-    registry = Registry()
     per_session = [c.limit for c in (*model, *tool) if c.scope == "session"]
+    if session_counts == "store" and not per_session:
+        msg = (
+            "limit_calls: session_counts='store' counts per-session limits only: set "
+            "model_calls_per_session or tool_calls_per_session, or drop session_counts"
+        )
+        raise ValueError(msg)
+    registry = Registry()
+    turn = None
+    if session_counts == "store":
+        kept = registry.own(open_store(store))
+        model, tool = _in_store(model, kept), _in_store(tool, kept)
+        # a session's rounds take turns, in every process, so the check before each round
+        # sees what every earlier round of the session counted
+        turn = session_turns(kept, name)
     if per_session:
         require_scopes(registry, "limit_calls", name, session=per_session)
     ending = tool if exit == "end" else []  # tool limits that end the reply
@@ -177,12 +240,15 @@ def limit_calls(
 
         async def verdict(ctx: ReasoningContext) -> Verdict:
             run = ctx.run
-            last = any(c.allowed - c.used(run) <= 1 for c in model) or any(
-                c.used(run) >= c.allowed for c in ending
-            )
-            return "last" if last else "go"
+            for c in model:
+                if c.allowed - await c.used(run) <= 1:
+                    return "last"
+            for c in ending:
+                if await c.used(run) >= c.allowed:
+                    return "last"
+            return "go"
 
-        register_last_round(registry, "limit_calls", name, verdict, hint, message)
+        register_last_round(registry, "limit_calls", name, verdict, hint, message, turn)
     if model:
         _register_model_calls(registry, model, exit, message, name)
     if tool:
@@ -197,7 +263,7 @@ def _register_model_calls(
     async def limit_model_calls(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
-        full = _admit(counters, ctx.run)
+        full = await _admit(counters, ctx.run)
         if full is None:
             return await call_next(ctx)
         if exit == "error":
@@ -223,7 +289,7 @@ def _register_tool_calls(
     async def limit_tool_calls(
         ctx: ToolCallContext, call_next: ToolCallNext
     ) -> Outcome[ToolResult]:
-        full = _admit(counters, ctx.run)
+        full = await _admit(counters, ctx.run)
         if full is None:
             return await call_next(ctx)
         if exit == "error":

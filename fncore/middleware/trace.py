@@ -588,7 +588,7 @@ def trace(
         name=f"{name}_chat",
         order="innermost",
         after=[n for n in ORDER if n != "trace"],
-        soft=True,
+        builtin="trace_chat",
     )
     async def trace_chat(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
         run = current_run.get()

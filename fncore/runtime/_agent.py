@@ -13,8 +13,8 @@ import time
 import uuid
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, final
+from types import MappingProxyType, TracebackType
+from typing import TYPE_CHECKING, Any, Generic, Self, final
 
 from returns.result import Failure, Success
 
@@ -76,6 +76,7 @@ from fncore.core._output import OutputStrategy, OutputT
 from fncore.core._pairing import unanswered
 from fncore.core._registry import default_registry
 from fncore.core._session import pending_calls, remember_pending
+from fncore.runtime._call_usage import with_later_calls
 from fncore.runtime._engine import Engine, session_state
 from fncore.runtime._finish import finish
 from fncore.runtime._hooks import notify
@@ -173,14 +174,20 @@ class Agent(Generic[OutputT]):
         output_retries: How many invalid answers go back to the model, with the
             validation errors, before the run fails with `OutputValidationFailed`.
         mcp_servers: MCP servers whose tools are offered too. They start at the first run
-            (or `connect`), are listed again at the start of each run, and stop in
-            `aclose` (see "MCP tools").
+            (or `connect`, or on entering ``async with agent:``), are listed again at the
+            start of each run, and stop in `aclose` (see "MCP tools").
 
     Raises:
         RegistrationError: if the registry holds a mistake, or pydantic cannot describe
             ``output_type``; the message says what to fix.
         ValueError: if ``checkpoint_ttl`` or ``resume_lease`` is not a positive, finite
             number of seconds.
+
+    An agent is also an async context manager: ``async with Agent(...) as agent:`` connects
+    it on entering (`connect`: its MCP servers start) and closes it on leaving (`aclose`:
+    they stop), whether the block ends or raises. Blocks may nest, or overlap in concurrent
+    tasks: the agent is closed when the last one ends. A closed agent can be entered (or
+    run) again: its servers start again.
 
     Example:
         >>> import asyncio
@@ -201,6 +208,7 @@ class Agent(Generic[OutputT]):
         "_default_settings",
         "_description",
         "_engine",
+        "_entered",
         "_mcp",
         "_mcp_offered",
         "_output",
@@ -243,6 +251,8 @@ class Agent(Generic[OutputT]):
         """The agent's name, for traces and logs."""
         self._owned: list[object] = []
         """What the agent made itself, and so closes in `aclose`."""
+        self._entered = 0
+        """How many ``async with agent:`` blocks are open (the last one out closes it)."""
         if sessions is None:
             sessions = InMemorySessionStore()
             self._owned.append(sessions)
@@ -332,6 +342,33 @@ class Agent(Generic[OutputT]):
             await self._mcp.refresh()
             if self._mcp.tools is not self._mcp_offered:
                 self._rebuild(self._mcp.tools)
+
+    async def __aenter__(self) -> Self:
+        """Connect (`connect`: start the MCP servers, offer their tools); the agent itself.
+
+        Raises:
+            MCPServerError: if a server cannot start, be reached or be listed (the servers
+                that did start are stopped again, unless another block holds them).
+            RegistrationError: if a tool's name clashes with another's.
+        """
+        self._entered += 1
+        try:
+            await self.connect()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """`aclose` the agent, once the last open ``async with`` block ends."""
+        self._entered -= 1
+        if not self._entered:
+            await self.aclose()
 
     async def _gather_tools(self) -> ToolsUnavailable | None:
         """`connect`, with what stops it as an error value."""
@@ -817,6 +854,11 @@ class Agent(Generic[OutputT]):
                     )
                 )
         result: RunOutcome = outcome  # type: ignore[assignment]
+        if type(result) is Success:  # what middleware's own calls spent outside the loop
+            done = result.unwrap()
+            whole = with_later_calls(run, done, () if record is None else record.counted)
+            if whole is not done:
+                result = Success(whole)
         if type(result) is Success and result.unwrap().stop_reason == "paused":
             paused = result.unwrap().paused
             if paused is None or paused._point is None:

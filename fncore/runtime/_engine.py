@@ -71,6 +71,7 @@ from fncore.core._loop import (
 )
 from fncore.core._output import OutputSpec, on_output
 from fncore.core._session import pending_calls
+from fncore.runtime._call_usage import spend, with_calls
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._model_call import ask, checked, raised_by
 from fncore.runtime._subagent import Delegate, children_usage
@@ -359,6 +360,10 @@ class Engine:
             )
         record.session, record.input, record.run = session, ctx.messages, run
         outcome = await self._looped(run, session, ctx.messages, ctx.tool_choice, ctx.settings)
+        if type(outcome) is Success:  # so run middleware see what middleware calls spent
+            done, record.counted = with_calls(run, outcome.unwrap())
+            if done is not outcome.unwrap():
+                outcome = Success(done)
         record.outcome = outcome
         return outcome
 
@@ -443,11 +448,15 @@ class Engine:
         quiet = run if run.emit is None else replace(run, emit=None)
         target = self.model if model is None else model
         if self._model_call is not None:
-            return await self._model_call(ModelCallContext(quiet, request, target))
-        broken = check_pairing(request.messages)
-        if broken is not None:
-            return Failure(replace(broken, position="model_call"))
-        return await ask(target, request, None)
+            outcome = await self._model_call(ModelCallContext(quiet, request, target))
+        else:
+            broken = check_pairing(request.messages)
+            if broken is not None:
+                return Failure(replace(broken, position="model_call"))
+            outcome = await ask(target, request, None)
+        if type(outcome) is Success:
+            spend(run, outcome.unwrap().usage)
+        return outcome
 
     async def _tool_layer_end(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
         out = await self._tools_run.invoke(ctx.tool, ctx.args, ctx.run, ctx.call)

@@ -104,6 +104,8 @@ async def main() -> None:
     assert_type((await number.run("how many")).unwrap().output, int)
     numbers = Agent(TestModel(), output_type=list[float])
     assert_type((await numbers.run("which")).unwrap().output, list[float])
+    async with Agent(TestModel(), output_type=Weather) as entered:  # connects, then closes
+        assert_type(entered, Agent[Weather])
 
     container = load_container(environ={})
     assert_type(container.agent(), Agent[str])

@@ -1,0 +1,68 @@
+"""What middleware's own model calls spend, counted in the run's `Usage`.
+
+A middleware's model call (`RunInfo.call_model`: compact's summary, emulate_tools,
+select_tools, guard's moderation) goes through the ``model_call`` onion, so trace, limits
+and budgets see it and its usage like any other call. Its usage is the run's too: each call
+adds the usage of the response it got back through the onion (a cached answer costs
+nothing, a retried call its last attempt, as for the agent's own rounds) to a tally in the
+reply state, which a pause keeps, so a resumed reply counts the whole reply. The tally is
+added to the `RunResult`:
+
+* when the loop ends, if ``run`` middleware wrap it, so they (trace's run span) see a total
+  that holds it;
+* after the ``run`` onion, what the result does not hold yet: all of it without ``run``
+  middleware; what was spent after the loop ended, or in a run that never reached it (an
+  input guard's moderation call, then a block), with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fncore.core import RunInfo, RunResult, StateKey, Usage
+
+SPENT: StateKey[tuple[int, ...]] = StateKey("fncore.model_calls.usage", default=tuple)
+"""What the reply's middleware calls spent so far: `Usage`'s six counts, in field order."""
+
+
+def _counts(usage: Usage) -> tuple[int, ...]:
+    return (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        usage.requests,
+    )
+
+
+def _spent(run: RunInfo) -> tuple[int, ...]:
+    """The tally, without creating it: a run whose middleware spent nothing keeps no entry."""
+    value = run.state.snapshot().get(SPENT.name)
+    return value if type(value) is tuple else ()
+
+
+def spend(run: RunInfo, usage: Usage) -> None:
+    """Add ``usage``, what one middleware call of ``run`` spent, to the reply's tally."""
+    if usage == Usage():
+        return
+    spent = _spent(run)
+    run.state.set(SPENT, _counts(Usage(*spent) + usage) if spent else _counts(usage))
+
+
+def with_calls(run: RunInfo, done: RunResult) -> tuple[RunResult, tuple[int, ...]]:
+    """``done``, the loop's result, holding the tally so far; and the tally it holds."""
+    spent = _spent(run)
+    if not spent:
+        return done, spent
+    return replace(done, usage=done.usage + Usage(*spent)), spent
+
+
+def with_later_calls(run: RunInfo, done: RunResult, counted: tuple[int, ...]) -> RunResult:
+    """``done``, the run's result, holding the tally: all but ``counted``, what it holds."""
+    spent = _spent(run)
+    if spent == counted:
+        return done
+    if counted:
+        spent = tuple(s - c for s, c in zip(spent, counted, strict=True))
+    return replace(done, usage=done.usage + Usage(*spent))
