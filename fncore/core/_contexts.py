@@ -23,6 +23,7 @@ from fncore.core._pause import Decision, Resume
 from fncore.core._session import Session
 from fncore.core._state import State
 from fncore.core._tools import Tool
+from fncore.core._usage import NO_USAGE
 from fncore.core._value import value
 
 if TYPE_CHECKING:
@@ -185,8 +186,8 @@ class RunRecord:
         self.session: Session | None = None
         self.run: RunInfo | None = None
         self.outcome: Outcome[RunResult] | None = None
-        self.counted: tuple[int, ...] = ()
-        """The usage of middleware's own model calls that ``outcome`` holds (six counts)."""
+        self.counted = NO_USAGE
+        """The usage of middleware's own model calls that ``outcome`` holds."""
 
 
 @final

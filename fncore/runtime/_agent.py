@@ -76,6 +76,7 @@ from fncore.core._output import OutputStrategy, OutputT
 from fncore.core._pairing import unanswered
 from fncore.core._registry import default_registry
 from fncore.core._session import pending_calls, remember_pending
+from fncore.core._usage import NO_USAGE
 from fncore.runtime._call_usage import with_later_calls
 from fncore.runtime._engine import Engine, session_state
 from fncore.runtime._finish import finish
@@ -856,7 +857,7 @@ class Agent(Generic[OutputT]):
         result: RunOutcome = outcome  # type: ignore[assignment]
         if type(result) is Success:  # what middleware's own calls spent outside the loop
             done = result.unwrap()
-            whole = with_later_calls(run, done, () if record is None else record.counted)
+            whole = with_later_calls(run, done, NO_USAGE if record is None else record.counted)
             if whole is not done:
                 result = Success(whole)
         if type(result) is Success and result.unwrap().stop_reason == "paused":

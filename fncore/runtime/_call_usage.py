@@ -17,52 +17,39 @@ added to the `RunResult`:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import astuple, replace
 
 from fncore.core import RunInfo, RunResult, StateKey, Usage
+from fncore.core._usage import NO_USAGE
 
-SPENT: StateKey[tuple[int, ...]] = StateKey("fncore.model_calls.usage", default=tuple)
-"""What the reply's middleware calls spent so far: `Usage`'s six counts, in field order."""
-
-
-def _counts(usage: Usage) -> tuple[int, ...]:
-    return (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        usage.reasoning_tokens,
-        usage.requests,
-    )
+SPENT: StateKey[Usage] = StateKey("fncore.model_calls.usage", default=Usage)
+"""What the reply's middleware calls spent so far."""
 
 
-def _spent(run: RunInfo) -> tuple[int, ...]:
+def _spent(run: RunInfo) -> Usage:
     """The tally, without creating it: a run whose middleware spent nothing keeps no entry."""
     value = run.state.snapshot().get(SPENT.name)
-    return value if type(value) is tuple else ()
+    return value if type(value) is Usage else NO_USAGE
 
 
 def spend(run: RunInfo, usage: Usage) -> None:
     """Add ``usage``, what one middleware call of ``run`` spent, to the reply's tally."""
-    if usage == Usage():
-        return
-    spent = _spent(run)
-    run.state.set(SPENT, _counts(Usage(*spent) + usage) if spent else _counts(usage))
+    if usage != NO_USAGE:
+        run.state.set(SPENT, _spent(run) + usage)
 
 
-def with_calls(run: RunInfo, done: RunResult) -> tuple[RunResult, tuple[int, ...]]:
+def with_calls(run: RunInfo, done: RunResult) -> tuple[RunResult, Usage]:
     """``done``, the loop's result, holding the tally so far; and the tally it holds."""
     spent = _spent(run)
-    if not spent:
+    if spent == NO_USAGE:
         return done, spent
-    return replace(done, usage=done.usage + Usage(*spent)), spent
+    return replace(done, usage=done.usage + spent), spent
 
 
-def with_later_calls(run: RunInfo, done: RunResult, counted: tuple[int, ...]) -> RunResult:
+def with_later_calls(run: RunInfo, done: RunResult, counted: Usage) -> RunResult:
     """``done``, the run's result, holding the tally: all but ``counted``, what it holds."""
     spent = _spent(run)
     if spent == counted:
         return done
-    if counted:
-        spent = tuple(s - c for s, c in zip(spent, counted, strict=True))
-    return replace(done, usage=done.usage + Usage(*spent))
+    later = Usage(*(s - c for s, c in zip(astuple(spent), astuple(counted), strict=True)))
+    return replace(done, usage=done.usage + later)
