@@ -63,6 +63,17 @@ class State:
             values[key.name] = value
             return value
 
+    def peek(self, key: StateKey[_T]) -> _T | None:
+        """Return the value under ``key``, or ``None`` if it has none; nothing is created.
+
+        Example:
+            >>> seen = StateKey("seen", default=list)
+            >>> state = State()
+            >>> state.peek(seen) is None, state.get(seen), state.peek(seen)
+            (True, [], [])
+        """
+        return (self._shared if key.shared else self._values).get(key.name)  # type: ignore[return-value]
+
     def set(self, key: StateKey[_T], value: _T) -> None:
         """Store ``value`` under ``key``."""
         (self._shared if key.shared else self._values)[key.name] = value

@@ -204,6 +204,7 @@ class Agent(Generic[OutputT]):
 
     __slots__ = (
         "_checkpoint_ttl",
+        "_commits",
         "_config",
         "_default_choice",
         "_default_settings",
@@ -284,6 +285,8 @@ class Agent(Generic[OutputT]):
         self._default_choice: ToolChoice = tool_choice
         self._default_settings = model_settings or ModelSettings()
         self._sessions: SessionStore = sessions
+        # A store written to the protocol before commit(update) fails each run with a session.
+        self._commits = callable(getattr(sessions, "commit", None))
         self._checkpoint_ttl = checkpoint_ttl
         self._resume_lease = resume_lease
         self._output = output_spec(model, output_type, output_strategy, output_retries)
@@ -775,13 +778,14 @@ class Agent(Generic[OutputT]):
         if isinstance(new_input, InvalidPrompt):
             return Failure(new_input)
         session: Session | None = None
-        kept = State()
-        if session_id is not None:
+        if session_id is None:
+            kept = State()
+        else:
             loaded = await self._load(session_id)
             if type(loaded) is not Session:
                 return Failure(loaded)
             session = loaded
-            copied = session_state(session, f"session store {_store_name(self._sessions)}")
+            copied = session_state(session, self._sessions)
             if type(copied) is not State:
                 return Failure(copied)
             kept = copied
@@ -940,7 +944,7 @@ class Agent(Generic[OutputT]):
 
     async def _load(self, session_id: str) -> Session | SessionError:
         store = self._sessions
-        if not callable(getattr(store, "commit", None)):  # checked before anything runs
+        if not self._commits:  # checked before anything runs
             return _no_commit(store, session_id, "nothing ran")
         try:
             loaded = await store.load(session_id)
@@ -984,7 +988,7 @@ class Agent(Generic[OutputT]):
             return planned
         update, found = planned  # type: ignore[misc]
         store = self._sessions
-        if not callable(getattr(store, "commit", None)):
+        if not self._commits:
             return _no_commit(store, session.id, "the session is unchanged")
         saved, raised, cancels = await finish(_committed(store, update))
         error = _commit_error(store, session, saved, raised)

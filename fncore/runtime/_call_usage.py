@@ -22,34 +22,28 @@ from dataclasses import astuple, replace
 from fncore.core import RunInfo, RunResult, StateKey, Usage
 from fncore.core._usage import NO_USAGE
 
-SPENT: StateKey[Usage] = StateKey("fncore.model_calls.usage", default=Usage)
-"""What the reply's middleware calls spent so far."""
-
-
-def _spent(run: RunInfo) -> Usage:
-    """The tally, without creating it: a run whose middleware spent nothing keeps no entry."""
-    value = run.state.snapshot().get(SPENT.name)
-    return value if type(value) is Usage else NO_USAGE
+SPENT: StateKey[Usage] = StateKey("fncore.model_calls.usage", default=lambda: NO_USAGE)
+"""What the reply's middleware calls spent so far (no entry while they spent nothing)."""
 
 
 def spend(run: RunInfo, usage: Usage) -> None:
     """Add ``usage``, what one middleware call of ``run`` spent, to the reply's tally."""
     if usage != NO_USAGE:
-        run.state.set(SPENT, _spent(run) + usage)
+        run.state.set(SPENT, run.state.get(SPENT) + usage)
 
 
 def with_calls(run: RunInfo, done: RunResult) -> tuple[RunResult, Usage]:
     """``done``, the loop's result, holding the tally so far; and the tally it holds."""
-    spent = _spent(run)
-    if spent == NO_USAGE:
-        return done, spent
+    spent = run.state.peek(SPENT)
+    if spent is None:
+        return done, NO_USAGE
     return replace(done, usage=done.usage + spent), spent
 
 
 def with_later_calls(run: RunInfo, done: RunResult, counted: Usage) -> RunResult:
     """``done``, the run's result, holding the tally: all but ``counted``, what it holds."""
-    spent = _spent(run)
-    if spent == counted:
+    spent = run.state.peek(SPENT)
+    if spent is None or spent == counted:
         return done
     later = Usage(*(s - c for s, c in zip(astuple(spent), astuple(counted), strict=True)))
     return replace(done, usage=done.usage + later)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 from returns.result import Failure, Success
@@ -108,14 +109,12 @@ class Hooks:
     subagent_end: tuple[HookEntry, ...] = ()
 
 
-def session_state(
-    session: Session | None, source: str = "a run middleware"
-) -> State | SessionError:
+def session_state(session: Session | None, store: object = None) -> State | SessionError:
     """A fresh `State` holding a deep copy of ``session``'s state (empty without one).
 
     Args:
         session: The session the run continues, if any.
-        source: Where ``session`` came from, for the error's message.
+        store: The session store ``session`` came from; ``None`` when a run middleware gave it.
 
     Returns:
         The state, or a `SessionError` if it is not a mapping or a value cannot be copied.
@@ -123,10 +122,10 @@ def session_state(
     if session is None:
         return State()
     stored: object = session.state
-    if not isinstance(stored, Mapping):
+    if type(stored) is not MappingProxyType and not isinstance(stored, Mapping):
         return SessionError(
             message=(
-                f"{source} returned session {session.id!r} with a state that is "
+                f"{_source(store)} returned session {session.id!r} with a state that is "
                 f"{short_repr(stored)} ({type(stored).__name__}); a session's state must be a "
                 "mapping of names to values; nothing ran"
             ),
@@ -142,14 +141,19 @@ def session_state(
         except Exception as exc:
             return SessionError(
                 message=(
-                    f"session {session.id!r} (from {source}) holds state {key!r} that cannot "
-                    f"be copied into the run ({type(exc).__name__}: {exc}); keep values that "
-                    "copy.deepcopy can copy (plain data, dataclasses) in session state; "
+                    f"session {session.id!r} (from {_source(store)}) holds state {key!r} that "
+                    f"cannot be copied into the run ({type(exc).__name__}: {exc}); keep values "
+                    "that copy.deepcopy can copy (plain data, dataclasses) in session state; "
                     "nothing ran"
                 ),
                 session_id=session.id,
             )
     return State(copied)
+
+
+def _source(store: object) -> str:
+    """Where a session came from, for an error's message."""
+    return "a run middleware" if store is None else f"session store {type(store).__name__}"
 
 
 def _messages_ok(ctx: CompressContext, value: object) -> bool:
