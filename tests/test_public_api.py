@@ -58,7 +58,8 @@ ADAPTER = {
     "ModelStreamItem", "ModelTimeout", "NotExpressible", "OutputSchema", "Part",
     "PermissionDenied",
     "ProviderModel", "ProviderUnavailable", "RateLimited", "ReasoningDelta", "ReasoningPart",
-    "RequireTool", "ResponseAssembler", "Role", "StreamDecoder", "StreamDelta",
+    "RequireTool", "ResponseAssembler", "Role", "SdkExceptionMapper", "StreamDecoder",
+    "StreamDelta",
     "StreamInterrupted", "TextDelta", "TextPart", "ToolCallArgsDelta", "ToolCallPart",
     "ToolCallStarted", "ToolChoice", "ToolResultPart", "ToolSpec", "UnexpectedResponse",
     "Usage", "UsageReported", "describe", "error_for_status", "excerpt", "fallback_call_id",
@@ -104,6 +105,7 @@ def test_adapter_objects_show_the_public_module() -> None:
     assert fncore.adapter.Endpoint.__module__ == "fncore.adapter"
     assert fncore.adapter.ProviderModel.__module__ == "fncore.adapter"
     assert fncore.adapter.redact_url.__module__ == "fncore.adapter"
+    assert fncore.adapter.error_for_status.__module__ == "fncore.adapter"
 
 
 def test_version_is_the_installed_distribution_version() -> None:

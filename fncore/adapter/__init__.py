@@ -8,11 +8,12 @@ that takes, and nothing else:
   `ModelStreamItem`, `ResponseAssembler`;
 - the conversation: `Message` and its parts;
 - the error values, `ModelError` and its subclasses, with `error_for_status` and
-  `retry_after_seconds`;
+  `retry_after_seconds` (HTTP answers to error values);
 - tool-call ids: `usable_call_id`, `fallback_call_id`;
 - the shared body of an adapter: `ProviderModel` (`request` and `stream` written once),
   `StreamDecoder`, `EventStream`, `NotExpressible`, and the `ExceptionMapper` signature
-  every adapter's ``map_exception`` has;
+  every adapter's ``map_exception`` has (`SdkExceptionMapper` is one for SDKs built like
+  OpenAI's and Anthropic's);
 - `Endpoint`, whose helpers build every error value: one line, what to do, no secrets;
 - text and secrets: `one_line`, `excerpt`, `describe`, `redact`, `redact_url`,
   `url_secrets`, `ApiKey`, `secret_value`, `resolve_api_key`.
@@ -21,6 +22,7 @@ The guide "Write your own model adapter" walks through a complete one.
 """
 
 from fncore.adapter._endpoint import Endpoint
+from fncore.adapter._http import error_for_status, retry_after_seconds
 from fncore.adapter._model import (
     Client,
     EventStream,
@@ -29,8 +31,10 @@ from fncore.adapter._model import (
     ProviderModel,
     StreamDecoder,
 )
+from fncore.adapter._sdk_errors import SdkExceptionMapper
 from fncore.adapter._secrets import (
     ApiKey,
+    redact,
     redact_url,
     resolve_api_key,
     secret_value,
@@ -75,10 +79,7 @@ from fncore.core import (
     UnexpectedResponse,
     Usage,
     UsageReported,
-    error_for_status,
     fallback_call_id,
-    redact,
-    retry_after_seconds,
     usable_call_id,
 )
 
@@ -114,6 +115,7 @@ __all__ = [
     "RequireTool",
     "ResponseAssembler",
     "Role",
+    "SdkExceptionMapper",
     "StreamDecoder",
     "StreamDelta",
     "StreamInterrupted",
@@ -151,12 +153,16 @@ for _obj in (
     ExceptionMapper,
     NotExpressible,
     ProviderModel,
+    SdkExceptionMapper,
     StreamDecoder,
     describe,
+    error_for_status,
     excerpt,
     one_line,
+    redact,
     redact_url,
     resolve_api_key,
+    retry_after_seconds,
     secret_value,
     url_secrets,
 ):
