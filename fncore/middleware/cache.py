@@ -65,7 +65,7 @@ from fncore.middleware._cache_json import (
 from fncore.middleware._errors import Seconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
-from fncore.stores import SharedStore, open_store
+from fncore.shared_stores import SharedStore, open_store
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

@@ -46,7 +46,7 @@ from fncore.core import (
 from fncore.middleware._errors import SomeSeconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
-from fncore.stores import MAX_CONNECTIONS
+from fncore.shared_stores import MAX_CONNECTIONS
 
 if TYPE_CHECKING:
     from limits import RateLimitItem

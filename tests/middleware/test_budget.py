@@ -30,7 +30,7 @@ from fncore import (
 )
 from fncore.middleware import Price, budget
 from fncore.middleware.budget import HINT, MESSAGE
-from fncore.stores import RedisStore
+from fncore.shared_stores import RedisStore
 from fncore.testing import FunctionModel, tool_calls
 
 

@@ -25,7 +25,7 @@ from fncore import (
 )
 from fncore.middleware import limit_calls
 from fncore.middleware.limit_calls import MESSAGE
-from fncore.stores import RedisStore, SharedStore
+from fncore.shared_stores import RedisStore, SharedStore
 from fncore.testing import FunctionModel, tool_calls
 
 
