@@ -226,3 +226,17 @@ async def test_a_run_cancelled_as_it_gets_a_redis_lock_releases_it(
     finally:
         await raw.aclose()
         await store.aclose()
+
+
+def test_the_former_module_still_gives_the_same_stores() -> None:
+    """``fncore.stores``, the shared stores' former home, names the very same objects."""
+    from fncore import stores
+
+    for name in stores.__all__:
+        assert getattr(stores, name) is getattr(shared_stores, name), name
+    assert set(stores.__all__) == {"SharedStore", "MemoryStore", "RedisStore", "open_store"} | {
+        "DEFAULT_MAX_ENTRIES",
+        "LEASE",
+        "MAX_CONNECTIONS",
+    }
+    assert isinstance(stores.open_store("memory://"), shared_stores.MemoryStore)
