@@ -84,10 +84,10 @@ from fncore.runtime._hooks import notify
 from fncore.runtime._mcp import MCPServer, MCPServerError, MCPTools
 from fncore.runtime._output import output_spec, typed
 from fncore.runtime._scope import _CURRENT
-from fncore.runtime._sessions import CheckpointStore, InMemorySessionStore, SessionStore
 from fncore.runtime._stack import StackDescription, build_engine
 from fncore.runtime._stream import RunStream
 from fncore.runtime._subagent import agent_tool
+from fncore.session_stores._memory import CheckpointStore, InMemorySessionStore, SessionStore
 
 if TYPE_CHECKING:
     from dependency_injector import containers

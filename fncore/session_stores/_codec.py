@@ -53,12 +53,12 @@ from fncore.core import (
 )
 from fncore.core._message_json import message_doc, message_from_doc, part_doc, part_from_doc
 from fncore.core._result import StopReason
-from fncore.runtime._state_types import state_type, state_type_name
 from fncore.session_stores._errors import (
     NotSerializable,
     SessionStoreCorrupt,
     written_by_newer,
 )
+from fncore.session_stores._state_types import state_type, state_type_name
 
 MESSAGE_FORMAT = 1
 """The format version of message records this fncore writes and reads."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fncore._session_url import parse_session_url
-from fncore.runtime import InMemorySessionStore, SessionStore
+from fncore.session_stores._memory import InMemorySessionStore, SessionStore
 from fncore.session_stores._postgres import PostgresSessionStore
 from fncore.session_stores._sqlite import SqliteSessionStore
 from fncore.settings import ConfigError

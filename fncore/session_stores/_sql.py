@@ -45,7 +45,6 @@ from fncore.core import (
     Session,
     SessionUpdate,
 )
-from fncore.runtime import SessionInfo
 from fncore.session_stores._codec import (
     decode_checkpoint,
     decode_message,
@@ -59,6 +58,7 @@ from fncore.session_stores._errors import (
     SessionStoreCorrupt,
     SessionStoreError,
 )
+from fncore.session_stores._memory import SessionInfo
 
 SCHEMA_VERSION = 2
 """The schema version this fncore writes; a store recorded at a higher one is refused."""
