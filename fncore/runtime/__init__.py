@@ -6,9 +6,9 @@ from fncore.runtime._mcp import MCPServer, MCPServerError
 from fncore.runtime._scope import current_metadata, current_run
 from fncore.runtime._stack import StackDescription
 from fncore.runtime._stream import RunStream
-from fncore.session_stores._memory import (
+from fncore.session_stores._memory import InMemorySessionStore
+from fncore.session_stores._protocols import (
     CheckpointStore,
-    InMemorySessionStore,
     SessionCatalog,
     SessionInfo,
     SessionStore,

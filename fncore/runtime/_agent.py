@@ -87,7 +87,8 @@ from fncore.runtime._scope import _CURRENT
 from fncore.runtime._stack import StackDescription, build_engine
 from fncore.runtime._stream import RunStream
 from fncore.runtime._subagent import agent_tool
-from fncore.session_stores._memory import CheckpointStore, InMemorySessionStore, SessionStore
+from fncore.session_stores._memory import InMemorySessionStore
+from fncore.session_stores._protocols import CheckpointStore, SessionStore
 
 if TYPE_CHECKING:
     from dependency_injector import containers

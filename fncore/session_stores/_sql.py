@@ -58,7 +58,7 @@ from fncore.session_stores._errors import (
     SessionStoreCorrupt,
     SessionStoreError,
 )
-from fncore.session_stores._memory import SessionInfo
+from fncore.session_stores._protocols import SessionInfo
 
 SCHEMA_VERSION = 2
 """The schema version this fncore writes; a store recorded at a higher one is refused."""
