@@ -15,6 +15,8 @@ from fncore.core import (
     RateLimited,
 )
 
+__all__ = ["error_for_status", "retry_after_seconds"]
+
 
 def retry_after_seconds(
     value: str | None, value_ms: str | None = None, *, now: datetime | None = None

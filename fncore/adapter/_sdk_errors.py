@@ -28,6 +28,8 @@ from fncore.adapter._endpoint import Endpoint
 from fncore.adapter._model import ExceptionMapper
 from fncore.core import ModelError
 
+__all__ = ["SdkExceptionMapper"]
+
 _S = TypeVar("_S", bound=Exception)
 
 
@@ -121,14 +123,7 @@ class SdkExceptionMapper(Generic[_S]):
     def __call__(
         self, exc: Exception, endpoint: Endpoint, *, in_stream: bool = False
     ) -> ModelError:
-        """The error value for ``exc``.
-
-        Args:
-            exc: What the SDK call, the SDK stream or decoding raised.
-            endpoint: Where the request went; builds the error values.
-            in_stream: Whether the stream was already open: a lost connection or
-                undecodable data then means the answer was cut off.
-        """
+        """The error value for ``exc``, by the first row that fits (`ExceptionMapper`'s call)."""
         if isinstance(exc, self.status):
             return self.status_error(exc, endpoint)
         if isinstance(exc, self.timeouts):
