@@ -31,6 +31,16 @@ from cachetools import TLRUCache
 from fncore._session_url import redact_password
 from fncore.settings import ConfigError
 
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "LEASE",
+    "MAX_CONNECTIONS",
+    "MemoryStore",
+    "RedisStore",
+    "SharedStore",
+    "open_store",
+]
+
 DEFAULT_MAX_ENTRIES = 10_000
 """How many entries ``memory://`` keeps before it evicts the least recently used."""
 

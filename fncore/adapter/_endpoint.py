@@ -21,6 +21,8 @@ from fncore.core import (
     retry_after_seconds,
 )
 
+__all__ = ["Endpoint"]
+
 DECODING_ERRORS = (ValueError, TypeError, AttributeError, KeyError)
 """What decoding raises on data that is not what the API sends."""
 
