@@ -19,6 +19,8 @@ from fncore.core import (
     UnexpectedResponse,
 )
 
+__all__ = ["Endpoint"]
+
 DECODING_ERRORS = (ValueError, TypeError, AttributeError, KeyError)
 """What decoding raises on data that is not what the API sends."""
 

@@ -9,6 +9,8 @@ from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
+__all__ = ["ApiKey", "redact", "redact_url", "resolve_api_key", "secret_value", "url_secrets"]
+
 ApiKey: TypeAlias = SecretStr | str | None
 """An API key as adapters take it: a `pydantic.SecretStr` (what the container passes), plain
 text, or ``None`` for the provider's environment variable."""

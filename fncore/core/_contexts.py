@@ -30,6 +30,19 @@ if TYPE_CHECKING:
     from fncore.core._outcomes import Outcome
     from fncore.core._result import RunResult
 
+__all__ = [
+    "CompressContext",
+    "Emit",
+    "EventMap",
+    "EventMapFailed",
+    "ModelCallContext",
+    "ReasoningContext",
+    "RunContext",
+    "RunInfo",
+    "SystemPromptContext",
+    "ToolCallContext",
+]
+
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 _NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})

@@ -25,6 +25,28 @@ if TYPE_CHECKING:
     from fncore.core._contexts import RunInfo
     from fncore.core._result import RunResult
 
+__all__ = [
+    "Compaction",
+    "ErrorRaised",
+    "GuardTripped",
+    "HookEvent",
+    "HookEventName",
+    "RoundFinished",
+    "RoundStart",
+    "RoundStarted",
+    "RunCompleted",
+    "RunEnd",
+    "RunPaused",
+    "RunStart",
+    "StreamEvent",
+    "SubagentEnd",
+    "SubagentEvent",
+    "SubagentStart",
+    "ToolEnd",
+    "ToolResultReady",
+    "ToolStart",
+]
+
 _OutputT = TypeVar("_OutputT", default=str)
 
 

@@ -14,6 +14,26 @@ from fncore.core._messages import Message, Part, ReasoningPart, TextPart, ToolCa
 from fncore.core._usage import NO_USAGE, Usage
 from fncore.core._value import value
 
+__all__ = [
+    "FinishReason",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ModelStreamItem",
+    "OutputSchema",
+    "ReasoningDelta",
+    "RequireTool",
+    "ResponseAssembler",
+    "StreamDelta",
+    "TextDelta",
+    "ToolCallArgsDelta",
+    "ToolCallStarted",
+    "ToolChoice",
+    "ToolSpec",
+    "UsageReported",
+]
+
 _EMPTY: Mapping[str, object] = MappingProxyType({})
 
 

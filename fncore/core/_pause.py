@@ -27,6 +27,25 @@ if TYPE_CHECKING:
     from fncore.core._result import RunResult
     from fncore.core._session import SessionUpdate
 
+__all__ = [
+    "ALL_DECISIONS",
+    "Approve",
+    "ChangeResult",
+    "Checkpoint",
+    "CheckpointChange",
+    "CheckpointStage",
+    "Decision",
+    "DecisionKind",
+    "Edit",
+    "Pause",
+    "Paused",
+    "PendingRequest",
+    "Reject",
+    "Respond",
+    "Resume",
+    "ResumePoint",
+]
+
 _EMPTY: Mapping[str, object] = MappingProxyType({})
 
 DecisionKind: TypeAlias = Literal["approve", "edit", "reject", "respond"]

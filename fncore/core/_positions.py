@@ -36,6 +36,27 @@ from fncore.core._outcomes import Outcome
 from fncore.core._result import RunResult
 from fncore.core._tools import ToolResult
 
+__all__ = [
+    "CompactionHook",
+    "CompressMiddleware",
+    "CompressNext",
+    "ErrorHook",
+    "ModelCallMiddleware",
+    "ModelCallNext",
+    "ReasoningMiddleware",
+    "ReasoningNext",
+    "RoundStartHook",
+    "RunEndHook",
+    "RunMiddleware",
+    "RunNext",
+    "RunStartHook",
+    "SystemPromptTransformer",
+    "ToolCallMiddleware",
+    "ToolCallNext",
+    "ToolEndHook",
+    "ToolStartHook",
+]
+
 RunNext: TypeAlias = Callable[[RunContext], Awaitable[Outcome[RunResult]]]
 """Calls the rest of the ``run`` onion."""
 RunMiddleware: TypeAlias = Callable[

@@ -33,6 +33,20 @@ from fncore.core._positions import (
 )
 from fncore.core._tools import Tool, ToolFunction
 
+__all__ = [
+    "HookRegistration",
+    "Names",
+    "Order",
+    "Registration",
+    "Registry",
+    "ToolSourceRegistration",
+    "default_registry",
+    "hook",
+    "on",
+    "tool",
+    "tool_source",
+]
+
 Order: TypeAlias = Literal["outermost", "innermost"]
 """Pin a middleware to the outside or the inside of its position's onion."""
 

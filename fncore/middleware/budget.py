@@ -58,6 +58,8 @@ from fncore.middleware._scopes import (
 )
 from fncore.shared_stores import SharedStore, open_store
 
+__all__ = ["Price", "budget"]
+
 HINT = "Your budget is spent. Give your final answer now, with what you have, without tools."
 """What the last round of a reply is told, by default."""
 

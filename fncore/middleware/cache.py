@@ -70,6 +70,8 @@ from fncore.shared_stores import SharedStore, open_store
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
+__all__ = ["cache"]
+
 HIT_ATTRIBUTE = "fncore.cache.hit"
 """The span attribute saying whether the cache answered a model or tool call."""
 

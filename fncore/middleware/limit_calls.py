@@ -50,6 +50,8 @@ from fncore.middleware._place import place
 from fncore.middleware._scopes import Verdict, register_last_round, require_scopes, session_turns
 from fncore.shared_stores import SharedStore, open_store
 
+__all__ = ["limit_calls"]
+
 HINT = "You have reached your call limit. Answer now, with what you have, without calling tools."
 """What the last round of a reply is told, by default."""
 

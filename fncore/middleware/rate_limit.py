@@ -51,6 +51,8 @@ from fncore.shared_stores import MAX_CONNECTIONS
 if TYPE_CHECKING:
     from limits import RateLimitItem
 
+__all__ = ["rate_limit"]
+
 CHARS_PER_TOKEN = 4
 """The estimate's rule of thumb: about four characters of text make a token."""
 

@@ -18,15 +18,8 @@ import pytest
 from codec_strategies import a_checkpoint
 from conftest import StoreFactory
 
-from fncore import (
-    Approve,
-    Checkpoint,
-    CheckpointChange,
-    Message,
-    NotSerializable,
-    RunResult,
-    SessionUpdate,
-)
+from fncore import Approve, Checkpoint, CheckpointChange, Message, RunResult, SessionUpdate
+from fncore.errors import NotSerializable
 
 LEASE = 60.0
 
