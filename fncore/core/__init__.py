@@ -8,6 +8,7 @@ model adapters import from `fncore.adapter`; an import-linter contract keeps fnc
 adapters off this package.
 """
 
+from fncore.core._checkpoint import ChangeResult, Checkpoint, CheckpointChange, CheckpointStage
 from fncore.core._contexts import (
     CompressContext,
     Emit,
@@ -71,24 +72,26 @@ from fncore.core._errors import (
     retry_after_seconds,
 )
 from fncore.core._events import (
-    Compaction,
-    ErrorRaised,
     GuardTripped,
-    HookEvent,
-    HookEventName,
     RoundFinished,
-    RoundStart,
     RoundStarted,
     RunCompleted,
-    RunEnd,
     RunPaused,
-    RunStart,
     StreamEvent,
-    SubagentEnd,
     SubagentEvent,
+    ToolResultReady,
+)
+from fncore.core._hook_events import (
+    Compaction,
+    ErrorRaised,
+    HookEvent,
+    HookEventName,
+    RoundStart,
+    RunEnd,
+    RunStart,
+    SubagentEnd,
     SubagentStart,
     ToolEnd,
-    ToolResultReady,
     ToolStart,
 )
 from fncore.core._messages import (
@@ -112,13 +115,11 @@ from fncore.core._model import (
     ModelStreamItem,
     OutputSchema,
     ReasoningDelta,
-    RequireTool,
     ResponseAssembler,
     StreamDelta,
     TextDelta,
     ToolCallArgsDelta,
     ToolCallStarted,
-    ToolChoice,
     ToolSpec,
     UsageReported,
 )
@@ -128,10 +129,6 @@ from fncore.core._pairing import check_pairing, open_calls, with_unique_call_ids
 from fncore.core._pause import (
     ALL_DECISIONS,
     Approve,
-    ChangeResult,
-    Checkpoint,
-    CheckpointChange,
-    CheckpointStage,
     Decision,
     DecisionKind,
     Edit,
@@ -140,7 +137,6 @@ from fncore.core._pause import (
     PendingRequest,
     Reject,
     Respond,
-    Resume,
     ResumePoint,
 )
 from fncore.core._positions import (
@@ -177,8 +173,10 @@ from fncore.core._registry import (
     tool_source,
 )
 from fncore.core._result import RunOutcome, RunResult, StopReason
+from fncore.core._resume import Resume
 from fncore.core._session import Session, SessionUpdate
 from fncore.core._state import State, StateKey
+from fncore.core._tool_choice import RequireTool, ToolChoice
 from fncore.core._tools import Tool, ToolFunction, ToolResult, to_content
 from fncore.core._usage import Usage
 

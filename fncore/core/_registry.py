@@ -13,7 +13,7 @@ from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar, final, get_args,
 
 from fncore.core._checks import timeout_problem
 from fncore.core._errors import Position, RegistrationError
-from fncore.core._events import HookEventName
+from fncore.core._hook_events import HookEventName
 from fncore.core._owned import Owned
 from fncore.core._positions import (
     CompactionHook,

@@ -69,9 +69,9 @@ class CheckpointStore(Protocol):
         """Apply ``change`` whole, in one transaction, if its claim still holds.
 
         Returns:
-            ``"ok"``; ``"lost"`` if the stored checkpoint no longer holds the claim; or
-            ``"conflict"`` if the change's session commit found the session moved on.
-            Nothing is written unless ``"ok"``.
+            ``ChangeResult.OK``; ``ChangeResult.LOST`` if the stored checkpoint no longer
+            holds the claim; or ``ChangeResult.CONFLICT`` if the change's session commit
+            found the session moved on. Nothing is written unless ``OK``.
         """
         ...
 
@@ -153,17 +153,17 @@ class InMemorySessionStore:
         target = change.checkpoint
         found = self._checkpoints.get(target.id)
         if found is None or found.claim != change.claim:
-            return "lost"
+            return ChangeResult.LOST
         update = change.session
         if update is not None:
             after = update.apply(self._sessions.get(update.session_id))
             if after is None:
-                return "conflict"
+                return ChangeResult.CONFLICT
             await self.commit(update)
         self._checkpoints[target.id] = _kept(target)
         if change.follow is not None:
             self._checkpoints[change.follow.id] = _kept(change.follow)
-        return "ok"
+        return ChangeResult.OK
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session stored, sorted by id."""
