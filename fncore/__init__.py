@@ -15,6 +15,7 @@ from fncore._distribution import installed_version
 from fncore.container import Container as Container
 from fncore.container import load_container as load_container
 from fncore.core import Approve as Approve
+from fncore.core import ChangeResult as ChangeResult
 from fncore.core import Checkpoint as Checkpoint
 from fncore.core import CheckpointChange as CheckpointChange
 from fncore.core import CompressContext as CompressContext

@@ -90,8 +90,8 @@ class _Entry:
         self.expires = expires
 
 
-class _Held:
-    """An in-process lock, and how many tasks hold it or wait for it."""
+class _KeyLock:
+    """One key's in-process lock, and how many tasks hold it or wait for it."""
 
     __slots__ = ("lock", "users")
 
@@ -125,7 +125,7 @@ class MemoryStore:
             maxsize=max_entries, ttu=_expiry, timer=clock
         )
         # asyncio locks belong to a loop: one table per running loop, the held keys only
-        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Held]] = (
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _KeyLock]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -165,7 +165,7 @@ class MemoryStore:
         locks = self._locks.setdefault(asyncio.get_running_loop(), {})
         held = locks.get(key)
         if held is None:
-            held = locks[key] = _Held()
+            held = locks[key] = _KeyLock()
         held.users += 1
         try:
             async with held.lock:

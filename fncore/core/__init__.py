@@ -9,9 +9,11 @@ adapters off this package.
 """
 
 from fncore import _public
+from fncore.core._checkpoint import *
 from fncore.core._contexts import *
 from fncore.core._errors import *
 from fncore.core._events import *
+from fncore.core._hook_events import *
 from fncore.core._messages import *
 from fncore.core._model import *
 from fncore.core._outcomes import *
@@ -21,8 +23,10 @@ from fncore.core._pause import *
 from fncore.core._positions import *
 from fncore.core._registry import *
 from fncore.core._result import *
+from fncore.core._resume import *
 from fncore.core._session import *
 from fncore.core._state import *
+from fncore.core._tool_choice import *
 from fncore.core._tools import *
 from fncore.core._usage import *
 

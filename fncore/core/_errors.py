@@ -65,9 +65,6 @@ __all__ = [
     "UnexpectedResponse",
     "UnknownRequest",
     "UnknownToolCalled",
-    "error_for_status",
-    "redact",
-    "retry_after_seconds",
 ]
 
 Position: TypeAlias = Literal[

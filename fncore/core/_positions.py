@@ -19,7 +19,7 @@ from fncore.core._contexts import (
     SystemPromptContext,
     ToolCallContext,
 )
-from fncore.core._events import (
+from fncore.core._hook_events import (
     Compaction,
     ErrorRaised,
     RoundStart,

@@ -88,17 +88,17 @@ class InMemorySessionStore:
         target = change.checkpoint
         found = self._checkpoints.get(target.id)
         if found is None or found.claim != change.claim:
-            return "lost"
+            return ChangeResult.LOST
         update = change.session
         if update is not None:
             after = update.apply(self._sessions.get(update.session_id))
             if after is None:
-                return "conflict"
+                return ChangeResult.CONFLICT
             await self.commit(update)
         self._checkpoints[target.id] = _kept(target)
         if change.follow is not None:
             self._checkpoints[change.follow.id] = _kept(change.follow)
-        return "ok"
+        return ChangeResult.OK
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session stored, sorted by id."""

@@ -67,9 +67,9 @@ class CheckpointStore(Protocol):
         """Apply ``change`` whole, in one transaction, if its claim still holds.
 
         Returns:
-            ``"ok"``; ``"lost"`` if the stored checkpoint no longer holds the claim; or
-            ``"conflict"`` if the change's session commit found the session moved on.
-            Nothing is written unless ``"ok"``.
+            ``ChangeResult.OK``; ``ChangeResult.LOST`` if the stored checkpoint no longer
+            holds the claim; or ``ChangeResult.CONFLICT`` if the change's session commit
+            found the session moved on. Nothing is written unless ``OK``.
         """
         ...
 
