@@ -49,7 +49,6 @@ from fncore.core._errors import (
     OutputMissing,
     OutputValidationFailed,
     PermissionDenied,
-    Position,
     ProviderUnavailable,
     RateLimited,
     RateLimitExceeded,
@@ -143,6 +142,7 @@ from fncore.core._pause import (
     Resume,
     ResumePoint,
 )
+from fncore.core._position_names import Position
 from fncore.core._positions import (
     CompactionHook,
     CompressMiddleware,

@@ -62,18 +62,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal
 
+from fncore.core._position_names import Position
 from fncore.core._usage import NO_USAGE, Usage
 
 if TYPE_CHECKING:
     from fncore.core._messages import Message
     from fncore.core._pause import Paused
-
-Position: TypeAlias = Literal[
-    "run", "reasoning", "model_call", "tool_call", "compress_context", "system_prompt"
-]
-"""Where a middleware stands; see the concepts page for what each wraps."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

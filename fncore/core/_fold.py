@@ -15,9 +15,12 @@ from typing import Any, TypeVar
 
 from returns.result import Failure, Success
 
-from fncore.core._errors import AgentError, MiddlewareError, Position
+from fncore.core._errors import AgentError, MiddlewareError
 from fncore.core._outcomes import Halt, Outcome, Terminate
 from fncore.core._pause import Pause
+from fncore.core._position_names import Position
+from fncore.core._positions import POSITIONS
+from fncore.core._tools import ToolResult
 
 _C = TypeVar("_C")
 _T = TypeVar("_T")
@@ -32,15 +35,6 @@ Accepts = Callable[[_C, object], bool]
 """A deeper check of a ``Success`` value that passed the type check (context, value)."""
 
 _HALTS = (Terminate, Pause, AgentError)
-
-_EXPECTED: dict[str, str] = {
-    "run": "Success(RunResult(...))",
-    "reasoning": "Success(ModelResponse(...))",
-    "model_call": "Success(ModelResponse(...))",
-    "tool_call": "Success(ToolResult(...))",
-    "compress_context": "Success(tuple of Message)",
-    "system_prompt": "Success(str)",
-}
 
 
 def short_repr(value: object, limit: int = 60) -> str:
@@ -66,8 +60,9 @@ def raised(position: Position, name: str, exc: Exception) -> Failure[Halt]:
 
 def wrong_value(position: Position, name: str, value: object) -> Failure[Halt]:
     """The error value for middleware ``name`` returning ``value``: not its position's outcome."""
+    info = POSITIONS[position]
     must = (
-        f"a {position} middleware returns {_EXPECTED[position]}, Failure(Terminate(...)), "
+        f"a {position} middleware returns {info.returns}, Failure(Terminate(...)), "
         "Failure(Pause(...)) or Failure(AgentError)"
     )
     cls = type(value)
@@ -79,7 +74,7 @@ def wrong_value(position: Position, name: str, value: object) -> Failure[Halt]:
         got = f"Success({short_repr(inner)})"
         hint = (
             f"wrap the text: Success(ToolResult({short_repr(inner, 20)}))"
-            if position == "tool_call" and isinstance(inner, str)
+            if info.value is ToolResult and isinstance(inner, str)
             else f"a {type(inner).__name__} is not what this position carries"
         )
     elif value is None:

@@ -69,7 +69,6 @@ from fncore.core import (
     open_calls,
 )
 from fncore.core._checks import timeout_problem
-from fncore.core._contexts import RunRecord
 from fncore.core._fold import short_repr
 from fncore.core._loop import LoopSettings, terminated_after
 from fncore.core._output import OutputStrategy, OutputT
@@ -80,6 +79,7 @@ from fncore.core._usage import NO_USAGE
 from fncore.runtime._call_usage import with_later_calls
 from fncore.runtime._engine import Engine, session_state
 from fncore.runtime._finish import finish
+from fncore.runtime._handlers import take_record
 from fncore.runtime._hooks import notify
 from fncore.runtime._mcp import MCPServer, MCPServerError, MCPTools
 from fncore.runtime._output import output_spec, typed
@@ -839,14 +839,12 @@ class Agent(Generic[OutputT]):
         if hooks.run_start:
             history = () if session is None else session.messages
             await notify(hooks.run_start, RunStart(run, (*history, *new_input)))
-        record = RunRecord() if engine.has_run_layers else None
-        if record is not None:
-            record.session = session
-        outcome = await engine.run(run, new_input, session, choice, settings, record)
+        outcome = await engine.run(run, new_input, session, choice, settings)
+        ran = take_record(run.state)  # under run middleware: what the loop ran with
         if type(outcome) is Failure:
             halt = outcome.failure()
             if type(halt) is Terminate:
-                inner = None if record is None else record.outcome
+                inner = None if ran is None else ran.outcome
                 outcome = Success(terminated_after(halt, inner))
             elif type(halt) is Pause:
                 outcome = Failure(
@@ -861,7 +859,7 @@ class Agent(Generic[OutputT]):
         result: RunOutcome = outcome  # type: ignore[assignment]
         if type(result) is Success:  # what middleware's own calls spent outside the loop
             done = result.unwrap()
-            whole = with_later_calls(run, done, NO_USAGE if record is None else record.counted)
+            whole = with_later_calls(run, done, NO_USAGE if ran is None else ran.counted)
             if whole is not done:
                 result = Success(whole)
         if type(result) is Success and result.unwrap().stop_reason == "paused":
@@ -877,8 +875,8 @@ class Agent(Generic[OutputT]):
                         position="run",
                     )
                 )
-        if record is not None and record.run is not None:
-            session, new_input, run = record.session, record.input, record.run
+        if ran is not None:
+            session, new_input, run = ran.session, ran.input, ran.run
         return result, session, new_input, run
 
     def _checkpoint(
