@@ -230,6 +230,7 @@ class Engine:
             (hooks.subagent_start, hooks.subagent_end),
         )
         self._model_layered = bool(layers.get(MODEL_CALL))
+        """Whether ``model_call`` middleware stand between a round and the model."""
         self._reasoned = bool(layers.get(REASONING))
         """Whether ``reasoning`` middleware wrap the round (they may change what is sent)."""
 
@@ -329,7 +330,11 @@ class Engine:
                 answer: Any = await model.request(request)
             except Exception as exc:
                 return Failure(raised_by(model, exc))
-            out = checked(model, answer)
+            out = answer
+            response = answer.unwrap() if type(answer) is Success else None
+            message: object = response.message if type(response) is ModelResponse else None
+            if type(message) is not Message or message.role != "assistant":
+                out = checked(model, answer)
         if self._reasoned:  # the loop follows what was sent, which middleware may change
             return sent(out, request)
         return out

@@ -74,9 +74,9 @@ def checked(model: Model, out: Any) -> Outcome[ModelResponse]:
     """``out``, what ``model.request`` returned, if it keeps the contract; else the error."""
     cls = type(out)
     if cls is Success:
-        if _is_response(out._inner_value):
+        if _is_response(out.unwrap()):
             return out  # type: ignore[no-any-return]
-    elif cls is Failure and isinstance(out._inner_value, AgentError):
+    elif cls is Failure and isinstance(out.failure(), AgentError):
         return out  # type: ignore[no-any-return]
     return Failure(_returned(model, out))
 
