@@ -20,6 +20,7 @@ from fncore.core._outcomes import *
 from fncore.core._output import *
 from fncore.core._pairing import *
 from fncore.core._pause import *
+from fncore.core._position_names import *
 from fncore.core._positions import *
 from fncore.core._registry import *
 from fncore.core._result import *

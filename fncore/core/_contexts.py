@@ -15,22 +15,21 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar, final, overload
 from pydantic import BaseModel
 from returns.result import Failure
 
-from fncore.core._errors import AgentError, MiddlewareError, Position
+from fncore.core._errors import AgentError, MiddlewareError
 from fncore.core._events import STREAM_EVENT_TYPES, StreamEvent
 from fncore.core._messages import Message, ToolCallPart
 from fncore.core._model import Model, ModelRequest, ModelResponse, ModelSettings
 from fncore.core._pause import Decision
+from fncore.core._position_names import MODEL_CALL, RUN, Position
 from fncore.core._resume import Resume
 from fncore.core._session import Session
 from fncore.core._state import State
 from fncore.core._tool_choice import ToolChoice
 from fncore.core._tools import Tool
-from fncore.core._usage import NO_USAGE
 from fncore.core._value import value
 
 if TYPE_CHECKING:
     from fncore.core._outcomes import Outcome
-    from fncore.core._result import RunResult
 
 __all__ = [
     "CompressContext",
@@ -158,7 +157,7 @@ class RunInfo:
             )
         return await caller(replace(self, calling=by), request, model)
 
-    def map_events(self, fn: EventMap, position: Position = "run") -> RunInfo:
+    def map_events(self, fn: EventMap, position: Position = RUN) -> RunInfo:
         """A copy whose events pass through ``fn`` before reaching the consumer.
 
         Inner layers see each event first: the innermost map runs first. If ``fn`` raises,
@@ -186,44 +185,6 @@ class RunInfo:
 
 
 @final
-class RunRecord:
-    """What the innermost ``run`` handler used and got, for the agent to commit (internal).
-
-    ``run`` middleware may change the input, the session and the run; the agent commits
-    what the loop actually ran with, and keeps the loop's accounting when a ``run``
-    middleware terminates after it.
-    """
-
-    __slots__ = ("counted", "input", "outcome", "run", "session")
-
-    def __init__(self) -> None:
-        self.input: tuple[Message, ...] = ()
-        self.session: Session | None = None
-        self.run: RunInfo | None = None
-        self.outcome: Outcome[RunResult] | None = None
-        self.counted = NO_USAGE
-        """The usage of middleware's own model calls that ``outcome`` holds."""
-
-
-@final
-class RoundNote:
-    """What one round actually sent, shared by its contexts (internal).
-
-    ``reasoning`` and ``model_call`` middleware may change the tool choice for one round;
-    the loop then decides what follows (for example, returning right after the calls for
-    ``required``) from what was sent, exactly as for a per-run choice. ``history`` is the
-    last history known to be paired, so only a history a middleware changed is checked
-    again before it reaches the model.
-    """
-
-    __slots__ = ("history", "tool_choice")
-
-    def __init__(self) -> None:
-        self.history: tuple[Message, ...] | None = None
-        self.tool_choice: ToolChoice | None = None
-
-
-@final
 @value
 @dataclass(frozen=True, slots=True)
 class RunContext:
@@ -241,11 +202,12 @@ class RunContext:
     """The session this run continues, as loaded (``None`` without one): its history comes
     before ``messages``, and the run commits to it. Replace it to continue another
     conversation, or to fork this one: ``Session("fork", ctx.session.messages)``."""
-    _record: RunRecord = field(default_factory=RunRecord, repr=False, compare=False)
+    _loaded: Session | None = field(default=None, repr=False, compare=False)
+    """The session the agent loaded, so the loop knows whether a middleware replaced it."""
 
     def map_events(self, fn: EventMap) -> RunContext:
         """A copy whose streamed events (all of the run's) pass through ``fn``."""
-        return replace(self, run=self.run.map_events(fn, "run"))
+        return replace(self, run=self.run.map_events(fn, RUN))
 
 
 @final
@@ -266,7 +228,10 @@ class ReasoningContext:
     """How the model may use them this round; the loop follows what is sent."""
     settings: ModelSettings
     """Sampling settings."""
-    _note: RoundNote = field(default_factory=RoundNote, repr=False, compare=False)
+    _paired: tuple[Message, ...] | None = field(default=None, repr=False, compare=False)
+    """The history the loop checked, so only one a middleware changed is checked again."""
+    _prompt: str | None = field(default=None, repr=False, compare=False)
+    """The round's system prompt if it is assembled already (for ``compress_context``)."""
 
 
 @final
@@ -281,11 +246,13 @@ class ModelCallContext:
     """The request to send."""
     model: Model
     """The model that will receive it; replace it to route elsewhere."""
-    _note: RoundNote = field(default_factory=RoundNote, repr=False, compare=False)
+    _asked: ModelRequest | None = field(default=None, repr=False, compare=False)
+    """The request as the round built it (its history checked); ``None`` for a
+    middleware's own call."""
 
     def map_events(self, fn: EventMap) -> ModelCallContext:
         """A copy whose streamed chunks pass through ``fn`` (no-op when not streaming)."""
-        return replace(self, run=self.run.map_events(fn, "model_call"))
+        return replace(self, run=self.run.map_events(fn, MODEL_CALL))
 
 
 @final

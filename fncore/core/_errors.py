@@ -11,8 +11,9 @@ because they are programming errors to fix before anything runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal
 
+from fncore.core._position_names import Position
 from fncore.core._usage import NO_USAGE, Usage
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ __all__ = [
     "OutputMissing",
     "OutputValidationFailed",
     "PermissionDenied",
-    "Position",
     "ProviderUnavailable",
     "RateLimitExceeded",
     "RateLimited",
@@ -66,11 +66,6 @@ __all__ = [
     "UnknownRequest",
     "UnknownToolCalled",
 ]
-
-Position: TypeAlias = Literal[
-    "run", "reasoning", "model_call", "tool_call", "compress_context", "system_prompt"
-]
-"""Where a middleware stands; see the concepts page for what each wraps."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -147,6 +147,9 @@ class ModelResponse:
     """Why generation stopped."""
     model_name: str = ""
     """The model that answered, as the provider reports it."""
+    _sent: ModelRequest | None = field(default=None, kw_only=True, repr=False, compare=False)
+    """What was actually sent for it, when middleware may have changed the request (set by
+    the innermost ``model_call`` and ``reasoning`` ends; the loop follows its tool choice)."""
 
     @property
     def text(self) -> str:

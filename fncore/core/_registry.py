@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar, final, get_args, overload
 
 from fncore.core._checks import timeout_problem
-from fncore.core._errors import Position, RegistrationError
+from fncore.core._errors import RegistrationError
 from fncore.core._hook_events import HookEventName
 from fncore.core._owned import Owned
+from fncore.core._position_names import TOOL_CALL, Position
 from fncore.core._positions import (
+    POSITIONS,
     CompactionHook,
     CompressMiddleware,
     ErrorHook,
@@ -54,7 +56,6 @@ Order: TypeAlias = Literal["outermost", "innermost"]
 Names: TypeAlias = list[str] | tuple[str, ...]
 """A list of names (a bare string is a type error: write ``["name"]``)."""
 
-POSITIONS: tuple[Position, ...] = get_args(Position)
 HOOK_EVENTS: tuple[HookEventName, ...] = get_args(HookEventName)
 
 _Run = TypeVar("_Run", bound=RunMiddleware)
@@ -169,16 +170,6 @@ def check_signature(
             '`Provide["name"]` to have it injected from the container'
         )
         raise RegistrationError(msg)
-
-
-_SHAPES: dict[Position, tuple[int, str]] = {
-    "run": (2, "(ctx: RunContext, call_next: RunNext)"),
-    "reasoning": (2, "(ctx: ReasoningContext, call_next: ReasoningNext)"),
-    "model_call": (2, "(ctx: ModelCallContext, call_next: ModelCallNext)"),
-    "tool_call": (2, "(ctx: ToolCallContext, call_next: ToolCallNext)"),
-    "compress_context": (2, "(ctx: CompressContext, call_next: CompressNext)"),
-    "system_prompt": (2, "(ctx: SystemPromptContext, prompt: str)"),
-}
 
 
 @final
@@ -352,16 +343,17 @@ class Registry:
 
         def decorate(fn: _Fn) -> _Fn:
             where = f"middleware {_name_of(fn)!r}"
-            if position not in _SHAPES:
-                msg = f"{where}: unknown position {position!r}; use one of: {', '.join(_SHAPES)}"
+            info = POSITIONS.get(position)
+            if info is None:
+                msg = f"{where}: unknown position {position!r}; use one of: {', '.join(POSITIONS)}"
                 raise RegistrationError(msg)
             if order is not None and order not in ("outermost", "innermost"):
                 msg = f"{where}: order must be 'outermost' or 'innermost', not {order!r}"
                 raise RegistrationError(msg)
-            if tools is not None and position != "tool_call":
+            if tools is not None and not info.per_tool:
                 msg = (
-                    f"{where}: tools=... filters tool calls; it only applies at 'tool_call', "
-                    f"not {position!r}: drop tools= or register it at 'tool_call'"
+                    f"{where}: tools=... filters tool calls; it only applies at {TOOL_CALL!r}, "
+                    f"not {position!r}: drop tools= or register it at {TOOL_CALL!r}"
                 )
                 raise RegistrationError(msg)
             hinted: tuple[tuple[str, object], ...] = (
@@ -373,8 +365,7 @@ class Registry:
                 if isinstance(value, str):
                     msg = f"{where}: {hint}= takes a list of names: write {hint}=[{value!r}]"
                     raise RegistrationError(msg)
-            required, shape = _SHAPES[position]
-            check_signature(fn, required, f"{position} middleware", shape)
+            check_signature(fn, 2, f"{position} middleware", info.signature)
             reg = Registration(
                 position,
                 fn,

@@ -8,45 +8,37 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from pydantic import BaseModel
 from returns.result import Failure, Success
 
 from fncore.core import (
     AgentError,
     Compaction,
-    CompressContext,
     EventMapFailed,
     Halt,
     InvalidHistory,
     Message,
     Model,
-    ModelCallContext,
     ModelRequest,
     ModelResponse,
     ModelSettings,
     Outcome,
-    Pause,
-    Paused,
-    PendingRequest,
-    ReasoningContext,
     Resume,
     ResumePoint,
     RoundFinished,
     RoundStart,
     RoundStarted,
-    RunContext,
     RunInfo,
     RunResult,
     Session,
     SessionError,
     State,
     SystemPromptContext,
-    Terminate,
     Tool,
-    ToolCallContext,
     ToolCallPart,
     ToolChoice,
     ToolResult,
@@ -54,8 +46,7 @@ from fncore.core import (
     ToolSpec,
     check_pairing,
 )
-from fncore.core._contexts import RoundNote, RunRecord
-from fncore.core._fold import Handler, Layer, Step, chain_steps, fold_onion, short_repr
+from fncore.core._fold import chain_steps, short_repr
 from fncore.core._loop import (
     Fail,
     Finish,
@@ -65,48 +56,30 @@ from fncore.core._loop import (
     Ready,
     Rejected,
     on_response,
-    on_terminate,
     on_tool_results,
     replace_history,
     start,
 )
 from fncore.core._output import OutputSpec, on_output
+from fncore.core._position_names import (
+    COMPRESS_CONTEXT,
+    MODEL_CALL,
+    REASONING,
+    RUN,
+    SYSTEM_PROMPT,
+    TOOL_CALL,
+    Position,
+)
+from fncore.core._positions import POSITIONS
 from fncore.core._session import pending_calls
+from fncore.core._usage import NO_USAGE
 from fncore.runtime._call_usage import spend, with_calls
-from fncore.runtime._hooks import HookEntry, notify
-from fncore.runtime._model_call import ask, checked, raised_by
+from fncore.runtime._halts import halted, round_halted
+from fncore.runtime._handlers import End, NamedLayer, NamedStep, Ran, handler, record
+from fncore.runtime._hooks import Hooks, notify
+from fncore.runtime._model_call import ask, checked, raised_by, sent
 from fncore.runtime._subagent import Delegate, children_usage
 from fncore.runtime._tool_run import Halting, ToolRunner
-
-NamedLayer = tuple[str, Layer[Any, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class Layers:
-    """Each position's middleware, ordered outermost first, dependencies bound."""
-
-    run: Sequence[NamedLayer] = ()
-    reasoning: Sequence[NamedLayer] = ()
-    model_call: Sequence[NamedLayer] = ()
-    compress_context: Sequence[NamedLayer] = ()
-    system_prompt: Sequence[tuple[str, Step[Any, Any]]] = ()
-    tool_call: Mapping[str, Sequence[NamedLayer]] | None = None
-    """Per tool name: the ``tool_call`` layers that apply to it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    """Each event's hooks, with their timeouts resolved."""
-
-    run_start: tuple[HookEntry, ...] = ()
-    run_end: tuple[HookEntry, ...] = ()
-    round_start: tuple[HookEntry, ...] = ()
-    tool_start: tuple[HookEntry, ...] = ()
-    tool_end: tuple[HookEntry, ...] = ()
-    compaction: tuple[HookEntry, ...] = ()
-    error: tuple[HookEntry, ...] = ()
-    subagent_start: tuple[HookEntry, ...] = ()
-    subagent_end: tuple[HookEntry, ...] = ()
 
 
 def session_state(session: Session | None, store: object = None) -> State | SessionError:
@@ -156,87 +129,19 @@ def _source(store: object) -> str:
     return "a run middleware" if store is None else f"session store {type(store).__name__}"
 
 
-def _messages_ok(ctx: CompressContext, value: object) -> bool:
-    """A compressed history is a tuple of messages (unchanged, or checked one by one)."""
-    return value is ctx.messages or all(type(m) is Message for m in value)  # type: ignore[attr-defined]
-
-
-def _halted(
-    halt: Halt, state: LoopState, choice: ToolChoice, results: tuple[ToolResultPart, ...] = ()
-) -> Outcome[RunResult]:
-    """How a halt inside a round ends the run.
-
-    A termination ends it with its output (closing a tool round); a pause pauses it (the
-    round starts again on resume); an error fails it.
-    """
-    kind = type(halt)
-    if kind is Terminate:
-        return Success(on_terminate(state, halt, results))  # type: ignore[arg-type]
-    if kind is Pause:
-        point = ResumePoint(
-            state.history, state.new, state.round, state.errors_in_a_row, state.usage, None, choice
-        )
-        return _paused(state, halt.requests, point)  # type: ignore[union-attr]
-    return Failure(halt)
-
-
-def _paused(
-    state: LoopState, requests: tuple[PendingRequest, ...], point: ResumePoint
-) -> Outcome[RunResult]:
-    """The result of a paused run: no output yet; the agent saves the checkpoint."""
-    return Success(
-        RunResult("", state.new, state.usage, state.round, "paused", Paused("", requests, point))
-    )
-
-
-def _round_halted(
-    state: LoopState,
-    results: tuple[ToolResultPart, ...],
-    halts: tuple[Halting, ...],
-    choice: ToolChoice,
-) -> Outcome[RunResult]:
-    """How a tool round that some calls halted ends the run.
-
-    An error fails it, else a termination ends it, else it pauses, keeping the results of
-    the calls that ran.
-
-    When a pause asks to be alone (``one_at_a_time``), only the first such pause's
-    requests are asked for; the round's other waiting calls are asked for on resume.
-    """
-    pauses: list[Pause] = []
-    terminate: Terminate | None = None
-    for halt in halts:
-        kind = type(halt)
-        if kind is Pause:
-            pauses.append(halt)  # type: ignore[arg-type]
-        elif kind is Terminate:
-            terminate = terminate or halt  # type: ignore[assignment]
-        elif halt is not None:
-            return Failure(halt)
-    if terminate is not None:
-        return Success(on_terminate(state, terminate, results))
-    alone = next((p for p in pauses if p.one_at_a_time), None)
-    requests = alone.requests if alone is not None else tuple(r for p in pauses for r in p.requests)
-    calls = [p for p in state.new[-1].parts if type(p) is ToolCallPart]
-    slots = tuple(
-        (call, None if type(halt) is Pause else part)
-        for call, part, halt in zip(calls, results, halts, strict=True)
-    )
-    point = ResumePoint(
-        state.history, state.new, state.round, state.errors_in_a_row, state.usage, slots, choice
-    )
-    return _paused(state, requests, point)
-
-
-async def _keep_history(ctx: CompressContext) -> Outcome[tuple[Message, ...]]:
-    return Success(ctx.messages)
+async def _keep_history(
+    run: RunInfo, round_no: int, messages: tuple[Message, ...], instructions: str
+) -> Outcome[tuple[Message, ...]]:
+    return Success(messages)
 
 
 class Engine:
     """The folded handlers of one stack, and the loop that drives them.
 
-    A position without middleware is skipped outright: no context is built for it and no
-    outcome is wrapped, so an empty position costs nothing.
+    Each position's handler is built from `POSITIONS` the same way (see
+    `fncore.runtime._handlers`) and called with its context's fields: a position without
+    middleware is its innermost end itself, so no context is built for it and an empty
+    position costs nothing.
     """
 
     __slots__ = (
@@ -244,9 +149,10 @@ class Engine:
         "_instructions",
         "_looped",
         "_model_call",
-        "_noted",
+        "_model_layered",
+        "_reasoned",
         "_reasoning",
-        "_run_onion",
+        "_run",
         "_specs",
         "_system_prompt",
         "_tools_run",
@@ -266,7 +172,9 @@ class Engine:
         offered: tuple[Tool, ...],
         instructions: str,
         settings: LoopSettings,
-        layers: Layers,
+        layers: Mapping[Position, Sequence[NamedLayer]],
+        steps: Mapping[Position, Sequence[NamedStep]],
+        tool_layers: Mapping[str, Sequence[NamedLayer]],
         hooks: Hooks,
     ) -> None:
         self.model = model
@@ -281,53 +189,50 @@ class Engine:
             offered,
             tuple(t.spec for t in offered),
         )
-        per_tool = layers.tool_call or {}
-        self._tools_run = ToolRunner(
-            settings,
-            {
-                name: fold_onion("tool_call", per_tool[name], self._tool_layer_end, ToolResult)
-                for name in tools
-                if per_tool.get(name)
-            },
-            hooks.tool_start,
-            hooks.tool_end,
-            (hooks.subagent_start, hooks.subagent_end),
-        )
-        self._looped = (
+        self._looped = looped = (
             self._loop_and_children
             if any(type(t.function) is Delegate for t in tools.values())
             else self._loop
         )
-        """The loop; with sub-agents among the tools, it adds up their usage at its end."""
-        self._model_call: Handler[ModelCallContext, ModelResponse] | None = (
-            fold_onion("model_call", layers.model_call, self._call_model, ModelResponse)
-            if layers.model_call
-            else None
+        ends: dict[Position, End] = {
+            RUN: self._run_end if layers.get(RUN) else looped,
+            REASONING: self._reason,
+            MODEL_CALL: self._call_model,
+            TOOL_CALL: self._tool_end,
+            COMPRESS_CONTEXT: _keep_history,
+        }
+        handlers: dict[Position, Any] = {}
+        for name, info in POSITIONS.items():
+            if info.kind == "chain":
+                handlers[name] = chain_steps(name, steps.get(name, ()))
+            elif info.per_tool:
+                handlers[name] = {
+                    tool: handler(info, tool_layers[tool], ends[name])
+                    for tool in tools
+                    if tool_layers.get(tool)
+                }
+            else:
+                handlers[name] = handler(info, layers.get(name, ()), ends[name])
+        self._run: End = handlers[RUN]
+        self._reasoning: End = handlers[REASONING]
+        self._model_call: End = handlers[MODEL_CALL]
+        self._compress: End | None = (
+            handlers[COMPRESS_CONTEXT] if layers.get(COMPRESS_CONTEXT) else None
         )
+        """``None`` without middleware: the position is skipped (its end changes nothing)."""
         self._system_prompt: Callable[[SystemPromptContext, str], Awaitable[Outcome[str]]] | None
-        self._system_prompt = chain_steps("system_prompt", layers.system_prompt)
-        self._reasoning: Handler[ReasoningContext, ModelResponse] | None = (
-            fold_onion("reasoning", layers.reasoning, self._reasoning_end, ModelResponse)
-            if layers.reasoning
-            else None
+        self._system_prompt = handlers[SYSTEM_PROMPT]
+        self._tools_run = ToolRunner(
+            settings,
+            handlers[TOOL_CALL],
+            hooks.tool_start,
+            hooks.tool_end,
+            (hooks.subagent_start, hooks.subagent_end),
         )
-        self._noted = bool(layers.reasoning or layers.model_call)
-        """Whether a round needs a `RoundNote` (middleware may change what is sent)."""
-        self._compress: Handler[CompressContext, tuple[Message, ...]] | None = (
-            fold_onion(
-                "compress_context", layers.compress_context, _keep_history, tuple, _messages_ok
-            )
-            if layers.compress_context
-            else None
-        )
-        self._run_onion: Handler[RunContext, RunResult] | None = (
-            fold_onion("run", layers.run, self._run_end, RunResult) if layers.run else None
-        )
-
-    @property
-    def has_run_layers(self) -> bool:
-        """Whether ``run`` middleware wrap the loop (they may change what the run commits)."""
-        return self._run_onion is not None
+        self._model_layered = bool(layers.get(MODEL_CALL))
+        """Whether ``model_call`` middleware stand between a round and the model."""
+        self._reasoned = bool(layers.get(REASONING))
+        """Whether ``reasoning`` middleware wrap the round (they may change what is sent)."""
 
     async def run(
         self,
@@ -336,45 +241,42 @@ class Engine:
         session: Session | None,
         tool_choice: ToolChoice,
         settings: ModelSettings,
-        record: RunRecord | None,
     ) -> Outcome[RunResult]:
         """Run through the ``run`` onion (if any) and the loop inside it.
 
-        ``record`` (required when there are ``run`` middleware) receives what the loop ran
-        with: the input, the session and the run, as the middleware left them.
+        Under ``run`` middleware, what the loop ran with is recorded in the reply state
+        (`fncore.runtime._handlers.take_record` takes it out).
         """
-        if self._run_onion is None:
-            return await self._looped(run, session, messages, tool_choice, settings)
-        return await self._run_onion(
-            RunContext(run, messages, tool_choice, settings, session, record or RunRecord())
-        )
+        return await self._run(run, messages, tool_choice, settings, session, session)
 
     # -- innermost handlers ------------------------------------------------------------
 
-    async def _run_end(self, ctx: RunContext) -> Outcome[RunResult]:
-        record = ctx._record
-        run = ctx.run
-        session = ctx.session
-        if session is not record.session:  # a run middleware moved the run to another session
+    async def _run_end(
+        self,
+        run: RunInfo,
+        messages: tuple[Message, ...],
+        tool_choice: ToolChoice,
+        settings: ModelSettings,
+        session: Session | None,
+        loaded: Session | None,
+    ) -> Outcome[RunResult]:
+        """The loop under ``run`` middleware: it records what it ran with."""
+        if session is not loaded:  # a run middleware moved the run to another session
             state = session_state(session)
             if type(state) is not State:
                 return Failure(state)
             run = replace(
                 run, session_id=None if session is None else session.id, session_state=state
             )
-        record.session, record.input, record.run = session, ctx.messages, run
-        outcome = await self._looped(run, session, ctx.messages, ctx.tool_choice, ctx.settings)
+        outcome = await self._looped(run, messages, tool_choice, settings, session)
+        counted = NO_USAGE
         if type(outcome) is Success:  # so run middleware see what middleware calls spent
-            done, record.counted = with_calls(run, outcome.unwrap())
-            if done is not outcome.unwrap():
-                outcome = Success(done)
-        record.outcome = outcome
+            done = outcome.unwrap()
+            with_spent, counted = with_calls(run, done)
+            if with_spent is not done:
+                outcome = Success(with_spent)
+        record(run.state, Ran(session, messages, run, outcome, counted))
         return outcome
-
-    def _reasoning_end(self, ctx: ReasoningContext) -> Awaitable[Outcome[ModelResponse]]:
-        return self._reason(
-            ctx.run, ctx.round, ctx.messages, ctx.tools, ctx.tool_choice, ctx.settings, ctx._note
-        )
 
     async def _reason(
         self,
@@ -384,23 +286,25 @@ class Engine:
         tools: tuple[Tool, ...],
         tool_choice: ToolChoice,
         settings: ModelSettings,
-        note: RoundNote | None,
+        paired: tuple[Message, ...] | None,
+        prompt: str | None,
     ) -> Outcome[ModelResponse]:
-        if note is not None:
-            if messages is not note.history:  # a reasoning middleware changed the history
-                broken = check_pairing(messages)
-                if broken is not None:
-                    return Failure(replace(broken, position="reasoning"))
-                note.history = messages
-            note.tool_choice = tool_choice
-        prompt = self._instructions
-        if self._system_prompt is not None:
-            assembled = await self._system_prompt(
-                SystemPromptContext(run, round_no, messages), prompt
-            )
-            if type(assembled) is Failure:
-                return assembled
-            prompt = assembled.unwrap()
+        """``reasoning``'s end: assemble the prompt (unless ``prompt`` is), ask the model.
+
+        ``paired`` is the history the loop checked: only one a middleware changed is
+        checked again. Under ``reasoning`` middleware the response returns what was sent.
+        """
+        if messages is not paired:  # a reasoning middleware changed the history
+            broken = check_pairing(messages)
+            if broken is not None:
+                return Failure(replace(broken, position=REASONING))
+        if prompt is None:
+            prompt = self._instructions
+            if self._system_prompt is not None:
+                assembled = await self._prompt(run, round_no, messages)
+                if not isinstance(assembled, str):
+                    return assembled
+                prompt = assembled
         offered, specs = self._specs
         if tools is not offered:
             specs = tuple(t.spec for t in tools)
@@ -413,34 +317,54 @@ class Engine:
             )
         else:
             request = ModelRequest(messages, prompt, (*specs, output.tool), tool_choice, settings)
-        if self._model_call is not None:
-            return await self._model_call(ModelCallContext(run, request, self.model, note))  # type: ignore[arg-type]
-        # No model_call middleware: `ask`'s common path, inlined to save a frame per round.
-        if run.emit is not None:
-            return await ask(self.model, request, run.emit)
-        model = self.model
-        try:
-            out: Any = await model.request(request)
-        except Exception as exc:
-            return Failure(raised_by(model, exc))
-        if type(out) is Success:
-            answer = out._inner_value
-            if type(answer) is ModelResponse:
-                message: object = answer.message
-                if type(message) is Message and message.role == "assistant":
-                    return out
-        return checked(model, out)
+        if self._model_layered:
+            out = await self._model_call(run, request, self.model, request)
+        elif run.emit is not None:
+            out = await ask(self.model, request, run.emit)
+        else:
+            # No model_call middleware: the model is awaited here, not through the
+            # position's end (a frame less per round). bench/overhead.py: base_us 12.4-12.5
+            # this way, 13.1-13.4 through `_call_model` (base_ratio 5.8-5.9 against 6.3).
+            model = self.model
+            try:
+                answer: Any = await model.request(request)
+            except Exception as exc:
+                return Failure(raised_by(model, exc))
+            out = answer
+            response = answer.unwrap() if type(answer) is Success else None
+            message: object = response.message if type(response) is ModelResponse else None
+            if type(message) is not Message or message.role != "assistant":
+                out = checked(model, answer)
+        if self._reasoned:  # the loop follows what was sent, which middleware may change
+            return sent(out, request)
+        return out
 
-    async def _call_model(self, ctx: ModelCallContext) -> Outcome[ModelResponse]:
-        note = ctx._note
-        request = ctx.request
-        if request.messages is not note.history:  # not the loop's checked history
-            broken = check_pairing(request.messages)
-            if broken is not None:
-                return Failure(replace(broken, position="model_call"))
-            note.history = request.messages
-        note.tool_choice = request.tool_choice
-        return await ask(ctx.model, request, ctx.run.emit)
+    async def _prompt(
+        self, run: RunInfo, round_no: int, messages: tuple[Message, ...]
+    ) -> str | Failure[Halt]:
+        """The round's system prompt: the agent's instructions through the transformers."""
+        prompt = self._instructions
+        if self._system_prompt is None:
+            return prompt
+        assembled = await self._system_prompt(SystemPromptContext(run, round_no, messages), prompt)
+        return assembled.unwrap() if type(assembled) is Success else assembled  # type: ignore[return-value]
+
+    async def _call_model(
+        self, run: RunInfo, request: ModelRequest, model: Model, asked: ModelRequest | None
+    ) -> Outcome[ModelResponse]:
+        """``model_call``'s end: send ``request`` (``asked``: as the round built it).
+
+        A request middleware changed is checked for pairing again (a middleware's own
+        call, ``asked`` is ``None``, always is), and its response returns what was sent.
+        """
+        if request is not asked:  # a middleware changed the request, or sends its own
+            if asked is None or request.messages is not asked.messages:
+                broken = check_pairing(request.messages)
+                if broken is not None:
+                    return Failure(replace(broken, position=MODEL_CALL))
+            out = await ask(model, request, run.emit)
+            return out if asked is None else sent(out, request)
+        return await ask(model, request, run.emit)
 
     async def call_model(
         self, run: RunInfo, request: ModelRequest, model: Model | None
@@ -451,31 +375,28 @@ class Engine:
         """
         quiet = run if run.emit is None else replace(run, emit=None)
         target = self.model if model is None else model
-        if self._model_call is not None:
-            outcome = await self._model_call(ModelCallContext(quiet, request, target))
-        else:
-            broken = check_pairing(request.messages)
-            if broken is not None:
-                return Failure(replace(broken, position="model_call"))
-            outcome = await ask(target, request, None)
+        outcome = await self._model_call(quiet, request, target, None)
         if type(outcome) is Success:
             spend(run, outcome.unwrap().usage)
         return outcome
 
-    async def _tool_layer_end(self, ctx: ToolCallContext) -> Outcome[ToolResult]:
-        out = await self._tools_run.invoke(ctx.tool, ctx.args, ctx.run, ctx.call)
+    async def _tool_end(
+        self, run: RunInfo, call: ToolCallPart, tool: Tool, args: BaseModel
+    ) -> Outcome[ToolResult]:
+        out = await self._tools_run.invoke(tool, args, run, call)
         return Success(out) if type(out) is ToolResult else Failure(out)
 
     async def _loop_and_children(
         self,
         run: RunInfo,
-        session: Session | None,
         messages: tuple[Message, ...],
         tool_choice: ToolChoice,
         model_settings: ModelSettings,
+        session: Session | None,
+        loaded: Session | None = None,
     ) -> Outcome[RunResult]:
         """The loop, its result's usage counting what its sub-agents spent."""
-        outcome = await self._loop(run, session, messages, tool_choice, model_settings)
+        outcome = await self._loop(run, messages, tool_choice, model_settings, session)
         if type(outcome) is Success:
             spent = children_usage(run)
             if spent is not None:
@@ -488,11 +409,13 @@ class Engine:
     async def _loop(
         self,
         run: RunInfo,
-        session: Session | None,
         messages: tuple[Message, ...],
         tool_choice: ToolChoice,
         model_settings: ModelSettings,
+        session: Session | None,
+        loaded: Session | None = None,
     ) -> Outcome[RunResult]:
+        """The agent loop (``run``'s end: ``loaded`` is the session the agent loaded)."""
         settings = self.settings
         hooks = self.hooks
         emit = run.emit
@@ -533,33 +456,18 @@ class Engine:
                     return Failure(failed.error)
             if hooks.round_start:
                 await notify(hooks.round_start, RoundStart(run, round_no))
+            prompt: str | None = None
             if self._compress is not None:
                 compacted = await self._compact(run, round_no, state, tool_choice)
-                if type(compacted) is not LoopState:
-                    return compacted
-                state = compacted
-            note: RoundNote | None = None
-            if self._noted:
-                note = RoundNote()
-                note.history = state.history
-            if self._reasoning is None:
-                reasoned = await self._reason(
-                    run, round_no, state.history, self.offered, tool_choice, model_settings, note
-                )
-            else:
-                reasoned = await self._reasoning(
-                    ReasoningContext(
-                        run,
-                        round_no,
-                        state.history,
-                        self.offered,
-                        tool_choice,
-                        model_settings,
-                        note,  # type: ignore[arg-type]
-                    )
-                )
+                if type(compacted) is not tuple:
+                    return compacted  # type: ignore[return-value]
+                state, prompt = compacted
+            history = state.history
+            reasoned = await self._reasoning(
+                run, round_no, history, self.offered, tool_choice, model_settings, history, prompt
+            )
             if type(reasoned) is Failure:
-                return _halted(reasoned.failure(), state, tool_choice)
+                return halted(reasoned.failure(), state, tool_choice)
             response: ModelResponse = reasoned.unwrap()
             message: object = response.message
             if type(message) is not Message:
@@ -569,10 +477,11 @@ class Engine:
                             f"the round's ModelResponse holds a {type(message).__name__} "
                             "as its message, not a Message"
                         ),
-                        position="reasoning" if self._reasoning is not None else "model_call",
+                        position=REASONING if self._reasoned else MODEL_CALL,
                     )
                 )
-            choice = tool_choice if note is None or note.tool_choice is None else note.tool_choice
+            request = response._sent  # what was sent, when middleware could change it
+            choice = tool_choice if request is None else request.tool_choice
             settled = (
                 None if output is None else on_output(state, response, output, failures, settings)
             )
@@ -600,11 +509,11 @@ class Engine:
                 part, halt = await tools_run.one(run, calls[0])
                 results: tuple[ToolResultPart, ...] = (part,)
                 if halt is not None:
-                    return _round_halted(state, results, (halt,), choice)
+                    return round_halted(state, results, (halt,), choice)
             else:
                 results, halts = await tools_run.many(run, calls)
                 if any(h is not None for h in halts):
-                    return _round_halted(state, results, halts, choice)
+                    return round_halted(state, results, halts, choice)
             state, decision = on_tool_results(state, results, choice, settings)
             if type(decision) is Finish:
                 return Success(decision.result)
@@ -646,7 +555,7 @@ class Engine:
             results[index], halts[index] = part, halt
         done: tuple[ToolResultPart, ...] = tuple(results)  # type: ignore[arg-type]
         if any(h is not None for h in halts):
-            return _round_halted(state, done, tuple(halts), point.choice)
+            return round_halted(state, done, tuple(halts), point.choice)
         if resume.after_tools is not None and items:
             decided = replace(point, calls=tuple(zip((c for c, _ in slots), done, strict=True)))
             error = await resume.after_tools(decided, run)
@@ -661,27 +570,24 @@ class Engine:
 
     async def _compact(
         self, run: RunInfo, round_no: int, state: LoopState, tool_choice: ToolChoice
-    ) -> LoopState | Outcome[RunResult]:
-        """Run ``compress_context`` (it sees the assembled system prompt); the new state."""
-        prompt = self._instructions
-        if self._system_prompt is not None:
-            assembled = await self._system_prompt(
-                SystemPromptContext(run, round_no, state.history), prompt
-            )
-            if type(assembled) is Failure:
-                return _halted(assembled.failure(), state, tool_choice)
-            prompt = assembled.unwrap()
-        compressed = await self._compress(  # type: ignore[misc]
-            CompressContext(run, round_no, state.history, prompt)
-        )
+    ) -> tuple[LoopState, str] | Outcome[RunResult]:
+        """Run ``compress_context``; the new state, and the round's system prompt.
+
+        The prompt is assembled here, once for the round: ``compress_context`` sees it,
+        and the round's request is built with it.
+        """
+        prompt = await self._prompt(run, round_no, state.history)
+        if not isinstance(prompt, str):
+            return halted(prompt.failure(), state, tool_choice)
+        compressed = await self._compress(run, round_no, state.history, prompt)  # type: ignore[misc]
         if type(compressed) is Failure:
-            return _halted(compressed.failure(), state, tool_choice)
+            return halted(compressed.failure(), state, tool_choice)
         history = compressed.unwrap()
         if history is state.history:
-            return state
+            return state, prompt
         replaced = replace_history(state, history)
         if type(replaced) is Fail:
-            return Failure(replace(replaced.error, position="compress_context"))
+            return Failure(replace(replaced.error, position=COMPRESS_CONTEXT))
         if self.hooks.compaction:
             await notify(self.hooks.compaction, Compaction(run, state.history, history))
-        return replaced
+        return replaced, prompt

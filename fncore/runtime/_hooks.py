@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fncore.core import HookEvent
@@ -85,3 +86,18 @@ async def notify(entries: tuple[HookEntry, ...], event: HookEvent) -> None:
         logger.warning(
             "hook %r failed on %s and was skipped: %s", name, type(event).__name__, failure
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """Each event's hooks, with their timeouts resolved."""
+
+    run_start: tuple[HookEntry, ...] = ()
+    run_end: tuple[HookEntry, ...] = ()
+    round_start: tuple[HookEntry, ...] = ()
+    tool_start: tuple[HookEntry, ...] = ()
+    tool_end: tuple[HookEntry, ...] = ()
+    compaction: tuple[HookEntry, ...] = ()
+    error: tuple[HookEntry, ...] = ()
+    subagent_start: tuple[HookEntry, ...] = ()
+    subagent_end: tuple[HookEntry, ...] = ()

@@ -7,6 +7,7 @@ the model, so nothing a model does escapes the run or reaches the stream's consu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, cast
 
 from returns.result import Failure, Success
@@ -24,6 +25,7 @@ from fncore.core import (
 )
 from fncore.core._fold import short_repr
 from fncore.core._model import STREAM_DELTA_TYPES
+from fncore.core._position_names import MODEL_CALL
 
 
 def model_name(model: Model) -> str:
@@ -37,7 +39,7 @@ def model_name(model: Model) -> str:
 def _error(model: Model, problem: str, *, retryable: bool = False) -> ModelError:
     return ModelError(
         message=f"model {model_name(model)!r} {problem}",
-        position="model_call",
+        position=MODEL_CALL,
         retryable=retryable,
     )
 
@@ -72,9 +74,9 @@ def checked(model: Model, out: Any) -> Outcome[ModelResponse]:
     """``out``, what ``model.request`` returned, if it keeps the contract; else the error."""
     cls = type(out)
     if cls is Success:
-        if _is_response(out._inner_value):
+        if _is_response(out.unwrap()):
             return out  # type: ignore[no-any-return]
-    elif cls is Failure and isinstance(out._inner_value, AgentError):
+    elif cls is Failure and isinstance(out.failure(), AgentError):
         return out  # type: ignore[no-any-return]
     return Failure(_returned(model, out))
 
@@ -114,3 +116,16 @@ async def _stream(model: Model, request: ModelRequest, emit: Emit) -> Outcome[Mo
     except Exception as exc:
         return Failure(raised_by(model, exc))
     return Failure(_error(model, "ended its stream without a response", retryable=True))
+
+
+def sent(out: Outcome[ModelResponse], request: ModelRequest) -> Outcome[ModelResponse]:
+    """``out``, its response holding ``request`` as what was sent, unless it holds one already.
+
+    The loop follows the tool choice actually sent, which ``reasoning`` and ``model_call``
+    middleware may change for one round.
+    """
+    if type(out) is Success:
+        response = out.unwrap()
+        if response._sent is None:
+            return Success(replace(response, _sent=request))
+    return out

@@ -11,6 +11,7 @@ from returns.result import Failure, Result, Success
 from fncore.core import AgentError, Model, RegistrationError, RunResult
 from fncore.core._errors import OutputMissing, OutputValidationFailed
 from fncore.core._output import OutputSpec, errors_of
+from fncore.core._position_names import RUN
 
 _STRATEGIES = ("auto", "native", "tool")
 
@@ -67,7 +68,7 @@ def typed(spec: OutputSpec[Any], outcome: Result[RunResult, AgentError]) -> Resu
                         f"{problem.splitlines()[0]}; a run middleware changed it, or "
                         "the model's answer went unchecked"
                     ),
-                    position="run",
+                    position=RUN,
                     messages=done.messages,
                     usage=done.usage,
                     raw=done.output,

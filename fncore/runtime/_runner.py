@@ -42,7 +42,6 @@ from fncore.core import (
     Terminate,
     ToolChoice,
 )
-from fncore.core._contexts import RunRecord
 from fncore.core._fold import short_repr
 from fncore.core._loop import terminated_after
 from fncore.core._resume import ResumedRun
@@ -54,6 +53,7 @@ from fncore.runtime._claims import ClaimedCheckpoint, claim
 from fncore.runtime._commit import SessionIO
 from fncore.runtime._engine import session_state
 from fncore.runtime._finish import absorb
+from fncore.runtime._handlers import take_record
 from fncore.runtime._hooks import notify
 from fncore.runtime._scope import _CURRENT
 from fncore.session_stores._protocols import CheckpointStore
@@ -321,14 +321,12 @@ class Runner:
         if hooks.run_start:
             history = () if session is None else session.messages
             await notify(hooks.run_start, RunStart(run, (*history, *new_input)))
-        record = RunRecord() if engine.has_run_layers else None
-        if record is not None:
-            record.session = session
-        outcome = await engine.run(run, new_input, session, choice, settings, record)
+        outcome = await engine.run(run, new_input, session, choice, settings)
+        ran = take_record(run.state)  # under run middleware: what the loop ran with
         if type(outcome) is Failure:
             halt = outcome.failure()
             if type(halt) is Terminate:
-                inner = None if record is None else record.outcome
+                inner = None if ran is None else ran.outcome
                 outcome = Success(terminated_after(halt, inner))
             elif type(halt) is Pause:
                 outcome = Failure(
@@ -343,7 +341,7 @@ class Runner:
         result: RunOutcome = outcome  # type: ignore[assignment]
         if type(result) is Success:  # what middleware's own calls spent outside the loop
             done = result.unwrap()
-            whole = with_later_calls(run, done, NO_USAGE if record is None else record.counted)
+            whole = with_later_calls(run, done, NO_USAGE if ran is None else ran.counted)
             if whole is not done:
                 result = Success(whole)
         if type(result) is Success and result.unwrap().stop_reason == "paused":
@@ -359,8 +357,8 @@ class Runner:
                         position="run",
                     )
                 )
-        if record is not None and record.run is not None:
-            session, new_input, run = record.session, record.input, record.run
+        if ran is not None:
+            session, new_input, run = ran.session, ran.input, ran.run
         return result, session, new_input, run
 
     def _checkpoint(

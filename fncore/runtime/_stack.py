@@ -12,24 +12,13 @@ from dependency_injector import containers
 from fncore.core import Model, Position, Registration, RegistrationError, Registry, Tool
 from fncore.core._loop import LoopSettings
 from fncore.core._ordering import order_layers
-from fncore.core._registry import POSITIONS, tool_functions
+from fncore.core._positions import POSITIONS
+from fncore.core._registry import tool_functions
 from fncore.core._tools import ToolFunction
-from fncore.runtime._engine import Engine, Hooks, Layers, NamedLayer
-from fncore.runtime._hooks import HookEntry
+from fncore.runtime._engine import Engine
+from fncore.runtime._handlers import NamedLayer
+from fncore.runtime._hooks import HookEntry, Hooks
 from fncore.runtime._inject import bind
-
-_ONION_END = {
-    "run": "agent loop",
-    "reasoning": "system prompt + model_call",
-    "model_call": "model",
-    "tool_call": "tool",
-    "compress_context": "history unchanged",
-}
-"""What each onion position's chain ends in, in parentheses: it is not a middleware."""
-
-_BASE_PROMPT = "(agent instructions)"
-"""What the ``system_prompt`` chain starts from: the agent's own ``instructions``, in
-parentheses like the onions' ends, so it never reads as the ``instructions`` built-in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +27,8 @@ class StackDescription:
 
     As text, one line per position: what is not a middleware is in parentheses (the
     onion's end, ``(model)``; the agent's own instructions the ``system_prompt``
-    transformers start from, ``(agent instructions)``).
+    transformers start from, ``(agent instructions)``, so it never reads as the
+    ``instructions`` built-in).
     """
 
     positions: Mapping[Position, tuple[str, ...]]
@@ -52,15 +42,13 @@ class StackDescription:
 
     def __str__(self) -> str:
         lines: list[str] = []
-        for position in POSITIONS:
+        for position, info in POSITIONS.items():
             names = [
                 f"{n}[{', '.join(self.tool_filters[n])}]" if n in self.tool_filters else n
                 for n in self.positions.get(position, ())
             ]
-            if position == "system_prompt":
-                chain = " -> ".join([_BASE_PROMPT, *names])
-            else:
-                chain = " -> ".join([*names, f"({_ONION_END[position]})"])
+            end = f"({info.end})"
+            chain = " -> ".join([end, *names] if info.kind == "chain" else [*names, end])
             lines.append(f"{position:<17}{chain}")
         for event, hook_names in self.hooks.items():
             lines.append(f"hook {event:<12}{', '.join(hook_names)}")
@@ -114,7 +102,8 @@ def build_engine(
 
     filters: dict[str, tuple[str, ...]] = {}
     tool_layers: dict[str, list[NamedLayer]] = {name: [] for name in by_name}
-    for reg in ordered["tool_call"]:
+    per_tool = [r for p, info in POSITIONS.items() if info.per_tool for r in ordered[p]]
+    for reg in per_tool:
         fn = bind(reg.function, container, _what(reg))
         if reg.tools is not None:
             unknown = [n for n in reg.tools if n not in by_name]
@@ -141,14 +130,9 @@ def build_engine(
         offered=offered,
         instructions=instructions,
         settings=settings,
-        layers=Layers(
-            run=bound("run"),
-            reasoning=bound("reasoning"),
-            model_call=bound("model_call"),
-            compress_context=bound("compress_context"),
-            system_prompt=bound("system_prompt"),
-            tool_call=tool_layers,
-        ),
+        layers={p: bound(p) for p, info in POSITIONS.items() if info.kind == "onion"},
+        steps={p: bound(p) for p, info in POSITIONS.items() if info.kind == "chain"},
+        tool_layers=tool_layers,
         hooks=Hooks(**{event: tuple(entries) for event, entries in hooks.items()}),
     )
     description = StackDescription(

@@ -46,6 +46,7 @@ from fncore.core import (
     ToolResult,
     Usage,
 )
+from fncore.core._position_names import TOOL_CALL
 from fncore.runtime._hooks import HookEntry, notify
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class Delegate:
                     f"sub-agent {self.name!r} is already running further up the chain "
                     f"({' -> '.join(names)}); an agent cannot call itself through others"
                 ),
-                position="tool_call",
+                position=TOOL_CALL,
                 agent=self.name,
                 chain=names,
             )
@@ -169,7 +170,7 @@ class Delegate:
                     f"({' -> '.join(names)}), deeper than its max_depth={self.max_depth}; "
                     "raise max_depth in as_tool(...) if the chain is meant to be this deep"
                 ),
-                position="tool_call",
+                position=TOOL_CALL,
                 agent=self.name,
                 chain=names,
                 max_depth=self.max_depth,

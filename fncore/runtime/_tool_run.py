@@ -30,7 +30,6 @@ from fncore.core import (
     RunInfo,
     Terminate,
     Tool,
-    ToolCallContext,
     ToolCallPart,
     ToolEnd,
     ToolResult,
@@ -39,8 +38,9 @@ from fncore.core import (
     ToolStart,
     to_content,
 )
-from fncore.core._fold import Handler
 from fncore.core._loop import LoopSettings, Ready, Rejected
+from fncore.core._position_names import TOOL_CALL
+from fncore.runtime._handlers import End
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._subagent import Delegate
 
@@ -72,7 +72,7 @@ class ToolRunner:
     def __init__(
         self,
         settings: LoopSettings,
-        handlers: Mapping[str, Handler[ToolCallContext, ToolResult]],
+        handlers: Mapping[str, End],
         tool_start: tuple[HookEntry, ...],
         tool_end: tuple[HookEntry, ...],
         subagent_hooks: tuple[tuple[HookEntry, ...], tuple[HookEntry, ...]] = ((), ()),
@@ -169,7 +169,7 @@ class ToolRunner:
                     halt = result
                     part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
             else:
-                out = await handler(ToolCallContext(run, call, item.tool, item.args))
+                out = await handler(run, call, item.tool, item.args)
                 if type(out) is Success:
                     result = out.unwrap()
                     if type(result.content) is str:
@@ -180,7 +180,7 @@ class ToolRunner:
                                 f"returned a ToolResult whose content is "
                                 f"{type(result.content).__name__}, not str"
                             ),
-                            position="tool_call",
+                            position=TOOL_CALL,
                         )
                         part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
                 else:

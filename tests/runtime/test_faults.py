@@ -532,6 +532,29 @@ async def test_reasoning_and_compress_see_what_they_should() -> None:
     assert seen == ["You help. Be brief.", "You help. Be brief."]
 
 
+async def test_system_prompt_runs_once_per_round_with_compress_context() -> None:
+    """With compress_context middleware, the prompt is assembled once per round, for both."""
+    registry = Registry()
+    assembled: list[int] = []
+    compressed: list[str] = []
+
+    @registry.on("system_prompt")
+    async def count(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
+        assembled.append(ctx.round)
+        return Success(f"{prompt} Round {ctx.round}.")
+
+    @registry.on("compress_context")
+    async def look(ctx: CompressContext, call_next: CompressNext) -> Outcome[tuple[Message, ...]]:
+        compressed.append(ctx.instructions)
+        return await call_next(ctx)
+
+    model = TestModel()
+    run_ok(await Agent(model, registry=registry, instructions="Hi.", tools=[add]).run("1 2"))
+    assert assembled == [1, 2]
+    sent = [r.instructions for r in model.requests]
+    assert compressed == sent == ["Hi. Round 1.", "Hi. Round 2."]
+
+
 async def test_run_result_keeps_accounting_when_a_run_middleware_terminates() -> None:
     """Terminate from run after the loop ran keeps its rounds, usage and transcript."""
     registry = Registry()
