@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +49,16 @@ def into_postgres(path: Path, url: str) -> None:
                 cursor.executemany(f"INSERT INTO {table} VALUES ({marks})", found)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def kind(request: pytest.FixtureRequest) -> str:
-    """The store the files are read through."""
+@pytest.fixture(params=sorted(v.FILES))
+def name(request: pytest.FixtureRequest) -> str:
+    """A stored file."""
     return str(request.param)
 
 
-async def open_copy(name: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
-    """A store of ``kind`` holding what the file ``name`` holds, opened (and so migrated)."""
-    if kind == "sqlite":
+@pytest.fixture(params=["sqlite", "postgres"])
+async def stored(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """A store of each kind holding what the file ``name`` holds, opened (so migrated)."""
+    if request.param == "sqlite":
         copy = tmp_path / name
         shutil.copyfile(STORED / name, copy)
         store: Any = SqliteSessionStore(str(copy))
@@ -65,34 +67,21 @@ async def open_copy(name: str, kind: str, tmp_path: Path, request: pytest.Fixtur
         into_postgres(STORED / name, url)
         store = PostgresSessionStore(url)
     await store.open()
-    return store
+    yield store
+    await store.aclose()
 
 
-@pytest.mark.parametrize("name", sorted(v.FILES))
-async def test_sessions_stored_by_earlier_releases_load(
-    name: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+async def test_sessions_stored_by_earlier_releases_load(stored: Any) -> None:
     """Every message part, prompt-cache flag and kind of state value reads back as written."""
-    store = await open_copy(name, kind, tmp_path, request)
-    try:
-        assert await store.load("ada") == Session("ada", v.ADA, v.ADA_STATE, 1)
-        assert await store.load("bob") == Session("bob", v.BOB, v.BOB_STATE, 2)
-        listed = [(i.id, i.version, i.message_count) for i in await store.list_sessions()]
-        assert listed == [("ada", 1, 6), ("bob", 2, 4)]
-    finally:
-        await store.aclose()
+    assert await stored.load("ada") == Session("ada", v.ADA, v.ADA_STATE, 1)
+    assert await stored.load("bob") == Session("bob", v.BOB, v.BOB_STATE, 2)
+    listed = [(i.id, i.version, i.message_count) for i in await stored.list_sessions()]
+    assert listed == [("ada", 1, 6), ("bob", 2, 4)]
 
 
-@pytest.mark.parametrize("name", sorted(v.FILES))
-async def test_checkpoints_stored_by_earlier_releases_load(
-    name: str, kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+async def test_checkpoints_stored_by_earlier_releases_load(name: str, stored: Any) -> None:
     """A schema-2 file's checkpoints read back whole, claims included (schema 1 had none)."""
-    store = await open_copy(name, kind, tmp_path, request)
-    try:
-        expected = {} if name == "schema-1.db" else v.checkpoints(name.endswith("registered.db"))
-        for cid, checkpoint in expected.items():
-            assert await store.load_checkpoint(cid) == checkpoint
-        assert await store.load_checkpoint("cp-next") is None
-    finally:
-        await store.aclose()
+    expected = {} if name == "schema-1.db" else v.checkpoints(name.endswith("registered.db"))
+    for cid, checkpoint in expected.items():
+        assert await stored.load_checkpoint(cid) == checkpoint
+    assert await stored.load_checkpoint("cp-next") is None
