@@ -175,10 +175,10 @@ def message_doc(message: Message, flag: bool = False) -> dict[str, Any]:
         >>> message_doc(Message.user("hi"))
         {'role': 'user', 'parts': [{'type': 'text', 'text': 'hi'}]}
     """
-    doc: dict[str, Any] = {"role": message.role, "parts": [part_doc(p) for p in message.parts]}
+    parts = [part_doc(p) for p in message.parts]
     if flag and message.cache:
-        doc["cache"] = True
-    return doc
+        return {"role": message.role, "parts": parts, "cache": True}
+    return {"role": message.role, "parts": parts}
 
 
 def message_from_doc(doc: Mapping[str, Any]) -> Message:
