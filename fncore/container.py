@@ -31,6 +31,7 @@ from fncore.core import (
     ToolChoice,
 )
 from fncore.core._loop import LoopSettings
+from fncore.core._owned import Owned
 from fncore.core._registry import default_registry
 from fncore.core._tools import ToolFunction
 from fncore.middleware import build_middleware
@@ -42,7 +43,6 @@ from fncore.testing import TestModel
 logger = logging.getLogger("fncore")
 
 _C = TypeVar("_C", bound="Container")
-_T = TypeVar("_T")
 _OutputT = TypeVar_("_OutputT", default=str)
 
 PLUGIN_GROUP = "fncore.plugins"
@@ -64,37 +64,6 @@ not be installed.
 
 _EXTRAS = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
 _TEST_OPTIONS = {"chunk": int, "keep_requests": int}
-
-
-class Owned:
-    """What a container built and must close: models holding connections."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self) -> None:
-        self._items: list[object] = []
-
-    def add(self, item: object) -> None:
-        """Close ``item`` (if it has ``aclose``) when the container shuts down, once."""
-        if getattr(item, "aclose", None) is not None and all(i is not item for i in self._items):
-            self._items.append(item)
-
-    def adopt(self, registry: Registry) -> Registry:
-        """`add` what ``registry`` owns (so one shared by two registries is closed once)."""
-        for resource in registry.resources:
-            self.add(resource)
-        return registry
-
-    def keep(self, item: _T) -> _T:
-        """`add` ``item`` and return it."""
-        self.add(item)
-        return item
-
-    async def close(self) -> None:
-        """Close everything added, last first."""
-        items, self._items = self._items, []
-        for item in reversed(items):
-            await item.aclose()  # type: ignore[attr-defined]
 
 
 def _test_model(section: Mapping[str, Any]) -> Model:

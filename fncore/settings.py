@@ -45,6 +45,20 @@ from fncore._session_url import session_url_problem
 from fncore.core._checks import Seconds
 from fncore.core._loop import LoopSettings
 
+__all__ = [
+    "ENV_PREFIX",
+    "AgentConfig",
+    "ConfigError",
+    "MCPConfig",
+    "MCPServerConfig",
+    "MiddlewareEntry",
+    "ModelConfig",
+    "PluginsConfig",
+    "SessionsConfig",
+    "Settings",
+    "load_settings",
+]
+
 ENV_PREFIX = "FNCORE_"
 """The prefix of the environment variables that configure fncore."""
 

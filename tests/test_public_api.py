@@ -1,50 +1,103 @@
 """The public surface is deliberate: these names, and no others, are exported."""
 
+import importlib
 import importlib.metadata
 import inspect
+import sys
+import types
+import warnings
+
+import pytest
 
 import fncore
 import fncore.adapter
+import fncore.core
+import fncore.errors
+import fncore.events
+import fncore.middleware
+import fncore.settings
+import fncore.stores
 import fncore.testing
 
 FNCORE = {
-    "Agent", "AgentError", "AuthenticationFailed", "BadRequest", "ConnectionFailed",
-    "BudgetExceeded", "CallLimitExceeded", "DeadlineExceeded", "LimitExceeded",
-    "RateLimitExceeded",
-    "ModelNotFound", "ModelTimeout", "PermissionDenied", "ProviderUnavailable", "RateLimited",
-    "StreamInterrupted", "Compaction", "CompressContext", "CompressNext", "ConfigError",
-    "Container", "DataPart", "ErrorRaised", "GuardTripped", "Halt", "InMemorySessionStore",
-    "InvalidHistory", "InvalidPrompt",
-    "LoopError", "LoopSettings", "MaxIterationsReached", "Message", "MiddlewareError", "Model",
-    "ModelCallContext", "ModelCallNext", "ModelError", "ModelRequest", "ModelResponse",
-    "ModelSettings", "Outcome", "Position", "ReasoningContext", "ReasoningDelta",
-    "ReasoningNext", "ReasoningPart", "RegistrationError", "Registry", "RequireTool",
-    "RoundFinished", "RoundStart", "RoundStarted", "RunCompleted", "RunContext", "RunEnd",
-    "RunInfo", "RunNext", "RunOutcome", "RunResult", "RunStart", "State", "RunStream",
-    "ScopeRequired",
-    "Session", "SessionCatalog", "SessionConflict", "SessionError", "SessionInfo",
-    "SessionStore", "SessionUpdate",
-    "StackDescription", "StateKey", "StreamEvent", "SystemPromptContext",
-    "Terminate", "TextDelta", "TextPart", "TooManyToolErrors", "Tool", "ToolCallArgsDelta",
-    "ToolCallContext", "ToolCallNext", "ToolCallPart", "ToolCallStarted", "ToolChoice",
-    "ToolEnd", "ToolResult", "ToolResultPart", "ToolResultReady", "ToolSpec", "ToolStart",
-    "UnexpectedResponse", "UnknownToolCalled", "Usage", "UsageReported", "current_metadata",
-    "current_run", "default_registry", "hook", "load_container", "on", "recover", "cases", "tool",
-    "tool_source", "Provide", "Provider", "list_provider", "__version__",
-    "NotASessionStore", "NotSerializable", "PostgresSessionStore", "SessionSchemaTooNew",
-    "SessionStoreCorrupt", "SessionStoreError", "SessionStoreUnavailable",
-    "SqliteSessionStore", "open_session_store",
-    "register_state_type",
-    "Approve", "Edit", "Reject", "Respond", "Decision", "DecisionKind", "Pause", "Paused",
-    "PendingRequest", "RunPaused", "Checkpoint", "CheckpointChange", "CheckpointStore",
-    "ResumePoint", "CheckpointError", "CheckpointNotFound", "CheckpointExpired",
-    "CheckpointBusy", "CheckpointMismatch", "DecisionError", "UnknownRequest",
-    "DecisionMissing", "DecisionNotAllowed", "DecisionConflict",
-    "SubagentEvent", "SubagentStart", "SubagentEnd", "SubagentError", "SubagentCycle",
-    "SubagentDepthExceeded",
-    "OutputStrategy", "OutputSchema", "OutputValidationFailed", "OutputMissing",
-    "MCPServer", "MCPServerError", "ToolsUnavailable",
+    "Agent", "RunStream", "RunResult", "RunOutcome", "LoopSettings", "StackDescription",
+    "Registry", "on", "hook", "tool", "tool_source", "default_registry", "Tool", "ToolResult",
+    "Outcome", "Halt", "Terminate", "recover", "cases",
+    "RunContext", "RunNext", "ReasoningContext", "ReasoningNext", "ModelCallContext",
+    "ModelCallNext", "ToolCallContext", "ToolCallNext", "CompressContext", "CompressNext",
+    "SystemPromptContext", "RunInfo", "State", "StateKey", "Position",
+    "Model", "ModelRequest", "ModelResponse", "ModelSettings", "ToolSpec", "ToolChoice",
+    "RequireTool", "Usage", "Message", "TextPart", "ReasoningPart", "ToolCallPart",
+    "ToolResultPart", "DataPart",
+    "Session", "SessionUpdate", "SessionStore", "InMemorySessionStore", "SessionCatalog",
+    "SessionInfo", "SqliteSessionStore", "PostgresSessionStore", "open_session_store",
+    "register_state_type", "current_run", "current_metadata",
+    "Pause", "PendingRequest", "Paused", "DecisionKind", "Decision", "Approve", "Edit",
+    "Reject", "Respond", "CheckpointStore", "Checkpoint", "CheckpointChange", "ChangeResult",
+    "ResumePoint",
+    "OutputStrategy", "OutputSchema", "MCPServer",
+    "Container", "load_container", "Provide", "Provider", "list_provider", "__version__",
+    "AgentError", "MiddlewareError", "ModelError", "LoopError", "InvalidPrompt",
+    "InvalidHistory", "SessionError", "CheckpointError", "ScopeRequired", "SubagentError",
+    "ToolsUnavailable", "LimitExceeded", "RegistrationError", "ConfigError",
 }  # fmt: skip
+
+ERRORS = {
+    "AgentError", "MiddlewareError", "ModelError", "AuthenticationFailed", "PermissionDenied",
+    "BadRequest", "ModelNotFound", "RateLimited", "ProviderUnavailable", "ModelTimeout",
+    "ConnectionFailed", "StreamInterrupted", "UnexpectedResponse", "LoopError",
+    "MaxIterationsReached", "TooManyToolErrors", "UnknownToolCalled", "OutputValidationFailed",
+    "OutputMissing", "InvalidPrompt", "InvalidHistory", "SessionError", "SessionConflict",
+    "CheckpointError", "CheckpointNotFound", "CheckpointExpired", "CheckpointBusy",
+    "CheckpointMismatch", "DecisionError", "UnknownRequest", "DecisionMissing",
+    "DecisionNotAllowed", "DecisionConflict", "ScopeRequired", "SubagentError", "SubagentCycle",
+    "SubagentDepthExceeded", "ToolsUnavailable", "LimitExceeded", "CallLimitExceeded",
+    "BudgetExceeded", "RateLimitExceeded", "DeadlineExceeded", "RegistrationError",
+    "MCPServerError", "ConfigError", "SessionStoreError", "SessionStoreUnavailable",
+    "NotASessionStore", "SessionStoreCorrupt", "SessionSchemaTooNew", "NotSerializable",
+}  # fmt: skip
+
+EVENTS = {
+    "StreamEvent", "TextDelta", "ReasoningDelta", "ToolCallStarted", "ToolCallArgsDelta",
+    "UsageReported", "RoundStarted", "RoundFinished", "ToolResultReady", "GuardTripped",
+    "RunPaused", "SubagentEvent", "RunCompleted", "HookEvent", "HookEventName", "RunStart",
+    "RunEnd", "RoundStart", "ToolStart", "ToolEnd", "Compaction", "ErrorRaised",
+    "SubagentStart", "SubagentEnd",
+}  # fmt: skip
+
+MOVED = {
+    "AuthenticationFailed": "fncore.errors", "BadRequest": "fncore.errors",
+    "BudgetExceeded": "fncore.errors", "CallLimitExceeded": "fncore.errors",
+    "CheckpointBusy": "fncore.errors", "CheckpointExpired": "fncore.errors",
+    "CheckpointMismatch": "fncore.errors", "CheckpointNotFound": "fncore.errors",
+    "ConnectionFailed": "fncore.errors", "DeadlineExceeded": "fncore.errors",
+    "DecisionConflict": "fncore.errors", "DecisionError": "fncore.errors",
+    "DecisionMissing": "fncore.errors", "DecisionNotAllowed": "fncore.errors",
+    "MCPServerError": "fncore.errors", "MaxIterationsReached": "fncore.errors",
+    "ModelNotFound": "fncore.errors", "ModelTimeout": "fncore.errors",
+    "NotASessionStore": "fncore.errors", "NotSerializable": "fncore.errors",
+    "OutputMissing": "fncore.errors", "OutputValidationFailed": "fncore.errors",
+    "PermissionDenied": "fncore.errors", "ProviderUnavailable": "fncore.errors",
+    "RateLimitExceeded": "fncore.errors", "RateLimited": "fncore.errors",
+    "SessionConflict": "fncore.errors", "SessionSchemaTooNew": "fncore.errors",
+    "SessionStoreCorrupt": "fncore.errors", "SessionStoreError": "fncore.errors",
+    "SessionStoreUnavailable": "fncore.errors", "StreamInterrupted": "fncore.errors",
+    "SubagentCycle": "fncore.errors", "SubagentDepthExceeded": "fncore.errors",
+    "TooManyToolErrors": "fncore.errors", "UnexpectedResponse": "fncore.errors",
+    "UnknownRequest": "fncore.errors", "UnknownToolCalled": "fncore.errors",
+    "Compaction": "fncore.events", "ErrorRaised": "fncore.events",
+    "GuardTripped": "fncore.events", "ReasoningDelta": "fncore.events",
+    "RoundFinished": "fncore.events", "RoundStart": "fncore.events",
+    "RoundStarted": "fncore.events", "RunCompleted": "fncore.events",
+    "RunEnd": "fncore.events", "RunPaused": "fncore.events", "RunStart": "fncore.events",
+    "StreamEvent": "fncore.events", "SubagentEnd": "fncore.events",
+    "SubagentEvent": "fncore.events", "SubagentStart": "fncore.events",
+    "TextDelta": "fncore.events", "ToolCallArgsDelta": "fncore.events",
+    "ToolCallStarted": "fncore.events", "ToolEnd": "fncore.events",
+    "ToolResultReady": "fncore.events", "ToolStart": "fncore.events",
+    "UsageReported": "fncore.events",
+}  # fmt: skip
+"""The names that left the top level in this release, and where they are now."""
 
 TESTING = {
     "FunctionModel", "ModelFunction", "Reply", "ScriptedModel", "TestModel", "deltas",
@@ -58,7 +111,8 @@ ADAPTER = {
     "ModelStreamItem", "ModelTimeout", "NotExpressible", "OutputSchema", "Part",
     "PermissionDenied",
     "ProviderModel", "ProviderUnavailable", "RateLimited", "ReasoningDelta", "ReasoningPart",
-    "RequireTool", "ResponseAssembler", "Role", "StreamDecoder", "StreamDelta",
+    "RequireTool", "ResponseAssembler", "Role", "SdkExceptionMapper", "StreamDecoder",
+    "StreamDelta",
     "StreamInterrupted", "TextDelta", "TextPart", "ToolCallArgsDelta", "ToolCallPart",
     "ToolCallStarted", "ToolChoice", "ToolResultPart", "ToolSpec", "UnexpectedResponse",
     "Usage", "UsageReported", "describe", "error_for_status", "excerpt", "fallback_call_id",
@@ -73,11 +127,110 @@ def test_fncore_exports_exactly_the_public_names() -> None:
     assert all(hasattr(fncore, name) for name in fncore.__all__)
 
 
+PACKAGES = [fncore, fncore.errors, fncore.events, fncore.core, fncore.adapter, fncore.middleware]
+"""The modules whose ``__all__`` is derived from what they import."""
+
+
 def test_all_is_sorted() -> None:
     """`__all__` lists are sorted, so additions are easy to review."""
-    assert list(fncore.__all__) == sorted(fncore.__all__)
-    assert list(fncore.testing.__all__) == sorted(fncore.testing.__all__)
-    assert list(fncore.adapter.__all__) == sorted(fncore.adapter.__all__)
+    for module in [*PACKAGES, fncore.testing]:
+        assert list(module.__all__) == sorted(module.__all__), module.__name__
+
+
+def test_errors_and_events_export_exactly_their_names() -> None:
+    """`fncore.errors` has every error type, `fncore.events` every stream and hook event."""
+    assert set(fncore.errors.__all__) == ERRORS
+    assert set(fncore.events.__all__) == EVENTS
+    for name in ERRORS:
+        obj = getattr(fncore.errors, name)
+        assert issubclass(obj, (fncore.errors.AgentError, Exception)), name
+
+
+@pytest.mark.parametrize("module", PACKAGES, ids=lambda m: m.__name__)
+def test_all_is_what_the_module_imports(module: types.ModuleType) -> None:
+    """A derived ``__all__`` lists every public name the module binds, and nothing else."""
+    bound = {
+        name
+        for name, obj in vars(module).items()
+        if not name.startswith("_") and not inspect.ismodule(obj)
+    }
+    assert set(module.__all__) - {"__version__"} == bound
+
+
+def declared(prefix: str) -> set[str]:
+    """The union of the ``__all__`` lists of the loaded modules named ``prefix...``."""
+    return {
+        name
+        for module_name, module in list(sys.modules.items())
+        if module_name.startswith(prefix)
+        for name in getattr(module, "__all__", ())
+    }
+
+
+def test_core_exports_the_union_of_its_modules() -> None:
+    """`fncore.core` exports exactly what its private modules list in ``__all__``."""
+    assert set(fncore.core.__all__) == declared("fncore.core._")
+
+
+def test_adapter_exports_its_private_modules_and_a_selection_of_the_core() -> None:
+    """`fncore.adapter` exports what its private modules list, plus core names it picks."""
+    own = declared("fncore.adapter._")
+    assert own <= set(fncore.adapter.__all__)
+    assert all(getattr(fncore.adapter, n) is getattr(fncore.core, n) for n in ADAPTER - own)
+
+
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_a_moved_name_still_resolves_from_fncore_with_a_warning(name: str) -> None:
+    """The old path gives the same object for one release, and warns naming the new path."""
+    home = importlib.import_module(MOVED[name])
+    assert name not in fncore.__all__
+    with pytest.warns(DeprecationWarning, match=rf"import it from there \(from {MOVED[name]}"):
+        old = getattr(fncore, name)
+    assert old is getattr(home, name)
+
+
+def test_a_moved_name_imported_with_from_warns_once_at_the_import() -> None:
+    """``from fncore import X`` warns once, naming the importing line, not importlib's."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from fncore import RateLimited
+    assert RateLimited is fncore.errors.RateLimited
+    assert [w.filename for w in caught] == [__file__]
+    assert all(w.category is DeprecationWarning for w in caught)
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    """Only moved names resolve: a typo is an AttributeError, with no warning."""
+    with pytest.raises(AttributeError, match="has no attribute 'Agnet'"):
+        fncore.Agnet  # noqa: B018
+
+
+def test_settings_and_stores_declare_their_public_names() -> None:
+    """`fncore.settings` and `fncore.stores` have an ``__all__`` whose every name resolves."""
+    for module in (fncore.settings, fncore.stores):
+        assert module.__all__
+        assert all(hasattr(module, name) for name in module.__all__)
+    assert {"Settings", "load_settings", "ConfigError"} <= set(fncore.settings.__all__)
+    assert {"SharedStore", "open_store", "MemoryStore", "RedisStore"} <= set(fncore.stores.__all__)
+
+
+def test_objects_show_the_most_public_module_that_exports_them() -> None:
+    """Errors show as ``fncore.errors.X``, events as ``fncore.events.X``, the rest ``fncore.X``.
+
+    Renaming depends on no import order: the error types kept at the top level are imported
+    there from `fncore.errors`, and stored records keep their names (``fncore:Message``).
+    """
+    assert repr(fncore.errors.RateLimited) == "<class 'fncore.errors.RateLimited'>"
+    assert fncore.AgentError.__module__ == "fncore.errors"
+    assert fncore.events.TextDelta.__module__ == "fncore.events"
+    assert fncore.Message.__module__ == "fncore"
+    assert fncore.Approve.__module__ == "fncore"
+    assert fncore.middleware.retry.__module__ == "fncore.middleware.retry"
+    for module in (fncore.errors, fncore.events):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                assert "._" not in obj.__module__, f"{module.__name__}.{name}"
 
 
 def test_testing_exports_exactly_the_offline_models() -> None:
@@ -104,6 +257,7 @@ def test_adapter_objects_show_the_public_module() -> None:
     assert fncore.adapter.Endpoint.__module__ == "fncore.adapter"
     assert fncore.adapter.ProviderModel.__module__ == "fncore.adapter"
     assert fncore.adapter.redact_url.__module__ == "fncore.adapter"
+    assert fncore.adapter.error_for_status.__module__ == "fncore.adapter"
 
 
 def test_version_is_the_installed_distribution_version() -> None:

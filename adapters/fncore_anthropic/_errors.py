@@ -1,16 +1,10 @@
 """Turning ``anthropic`` SDK exceptions and stream failures into fncore error values.
 
-`map_exception` is this adapter's `fncore.adapter.ExceptionMapper`::
-
-    APIStatusError (4xx/5xx)       -> Endpoint.status_error: AuthenticationFailed, RateLimited, ...
-    an ``error`` event mid-stream  -> the status its type stands for (overloaded_error: 529)
-    APITimeoutError, timeouts      -> ModelTimeout
-    APIConnectionError, transport  -> ConnectionFailed when the server was never reached;
-                                      StreamInterrupted once it was answering (a body or
-                                      stream cut off mid-way)
-    APIResponseValidationError     -> UnexpectedResponse
-    undecodable data in a stream   -> StreamInterrupted
-    anything else                  -> ModelError
+`map_exception` is this adapter's `fncore.adapter.ExceptionMapper`: the shared
+`fncore.adapter.SdkExceptionMapper` over the SDK's classes, which maps statuses, timeouts,
+lost connections and unreadable answers. What is the SDK's own is `status_error`: the
+Anthropic error type and ``request-id`` go into the message, and an ``error`` event
+mid-stream maps as the status its type stands for (``overloaded_error``: 529).
 
 Every message is one line, with the API key and the URL's credentials redacted.
 """
@@ -20,7 +14,7 @@ from __future__ import annotations
 import anthropic
 import httpx2
 
-from fncore.adapter import Endpoint, ModelError
+from fncore.adapter import Endpoint, ModelError, SdkExceptionMapper
 
 PROVIDER = "anthropic"
 """The ``provider`` of every error this adapter returns."""
@@ -66,25 +60,12 @@ def status_error(exc: anthropic.APIStatusError, endpoint: Endpoint) -> ModelErro
     return endpoint.status_error(status, detail, exc.response.headers)
 
 
-def map_exception(exc: Exception, endpoint: Endpoint, *, in_stream: bool = False) -> ModelError:
-    """The error value for ``exc``, raised by the SDK (or by decoding its data).
-
-    Args:
-        exc: What was raised.
-        endpoint: Where the request went; builds the error values.
-        in_stream: Whether the stream was already open: a lost connection or undecodable
-            data then means the answer was cut off.
-
-    Returns:
-        The `ModelError` subclass the table in this module's docstring gives.
-    """
-    if isinstance(exc, anthropic.APIStatusError):
-        return status_error(exc, endpoint)
-    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return endpoint.timed_out()
-    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
-        answering = in_stream or isinstance(exc.__cause__ or exc, ANSWERING)
-        return endpoint.connection_lost(exc, answering=answering)
-    if isinstance(exc, anthropic.APIResponseValidationError):
-        return endpoint.unexpected(exc.status_code, exc.response.content, exc.message)
-    return endpoint.failed(exc, in_stream=in_stream)
+map_exception = SdkExceptionMapper(
+    status=anthropic.APIStatusError,
+    status_error=status_error,
+    timeouts=(anthropic.APITimeoutError, httpx2.TimeoutException),
+    connection_errors=(anthropic.APIConnectionError, httpx2.TransportError),
+    answering=ANSWERING,
+    invalid_answer=anthropic.APIResponseValidationError,
+)
+"""This adapter's `fncore.adapter.ExceptionMapper`."""

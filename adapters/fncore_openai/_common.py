@@ -145,8 +145,3 @@ def apply_extra(kwargs: dict[str, Any], request: ModelRequest, create: Callable[
             body[key] = value
     if body:
         kwargs["extra_body"] = body
-
-
-def tool_names(request: ModelRequest) -> frozenset[str]:
-    """The names of the tools offered."""
-    return frozenset(t.name for t in request.tools)

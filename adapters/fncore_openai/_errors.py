@@ -1,17 +1,10 @@
 """Turning ``openai`` SDK exceptions and error payloads into fncore error values.
 
-Both models share this mapping (`map_exception`, the `fncore.adapter.ExceptionMapper`
-every adapter has)::
-
-    APIStatusError (4xx/5xx)       -> Endpoint.status_error: AuthenticationFailed, RateLimited, ...
-    APITimeoutError                -> ModelTimeout
-    APIConnectionError, transport  -> ConnectionFailed when the server was never reached;
-                                      StreamInterrupted once it was answering (a body or
-                                      stream cut off mid-way)
-    APIResponseValidationError     -> UnexpectedResponse
-    APIError in a stream           -> by its error code: RateLimited, ProviderUnavailable, ...
-    undecodable data in a stream   -> StreamInterrupted
-    anything else                  -> ModelError
+Both models share this mapping, `map_exception`: the shared `fncore.adapter.SdkExceptionMapper`
+over the SDK's classes, which maps statuses, timeouts, lost connections and unreadable
+answers. What is the SDK's own: the provider's message is read from the error body, and an
+``APIError`` of no other kind (an error payload inside a stream) maps by its error code
+(`error_for_code`): RateLimited, ProviderUnavailable, BadRequest or ModelError.
 
 Every message is one line, with the API key and the URL's credentials redacted.
 """
@@ -30,6 +23,7 @@ from fncore.adapter import (
     ModelError,
     ProviderUnavailable,
     RateLimited,
+    SdkExceptionMapper,
 )
 
 PROVIDER = "openai"
@@ -67,28 +61,28 @@ def error_for_code(code: str | None, message: str, endpoint: Endpoint) -> ModelE
     return ModelError(message=text, provider=PROVIDER)
 
 
-def map_exception(exc: Exception, endpoint: Endpoint, *, in_stream: bool = False) -> ModelError:
-    """The error value for ``exc``, raised by the SDK (or by decoding its data).
+def status_error(exc: openai.APIStatusError, endpoint: Endpoint) -> ModelError:
+    """The error value for an HTTP error, with the provider's message from the body."""
+    detail = _detail(exc.body, exc.message)
+    return endpoint.status_error(exc.status_code, detail, exc.response.headers)
 
-    Args:
-        exc: What was raised.
-        endpoint: Where the request went; builds the error values.
-        in_stream: Whether the stream was already open: a lost connection or undecodable
-            data then means the answer was cut off.
 
-    Returns:
-        The `ModelError` subclass the table in this module's docstring gives.
-    """
-    if isinstance(exc, openai.APIStatusError):
-        detail = _detail(exc.body, exc.message)
-        return endpoint.status_error(exc.status_code, detail, exc.response.headers)
-    if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
-        return endpoint.timed_out()
-    if isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
-        answering = in_stream or isinstance(exc.__cause__ or exc, ANSWERING)
-        return endpoint.connection_lost(exc, answering=answering)
-    if isinstance(exc, openai.APIResponseValidationError):
-        return endpoint.unexpected(exc.status_code, exc.response.content, exc.message)
-    if isinstance(exc, openai.APIError):  # an error payload inside a stream
+def reported_or_failed(
+    exc: Exception, endpoint: Endpoint, *, in_stream: bool = False
+) -> ModelError:
+    """An error payload inside a stream by its code (`error_for_code`); else `Endpoint.failed`."""
+    if isinstance(exc, openai.APIError):  # none of the kinds `map_exception` checks first
         return error_for_code(exc.code or exc.type, _detail(exc.body, exc.message), endpoint)
     return endpoint.failed(exc, in_stream=in_stream)
+
+
+map_exception = SdkExceptionMapper(
+    status=openai.APIStatusError,
+    status_error=status_error,
+    timeouts=(openai.APITimeoutError, httpx2.TimeoutException),
+    connection_errors=(openai.APIConnectionError, httpx2.TransportError),
+    answering=ANSWERING,
+    invalid_answer=openai.APIResponseValidationError,
+    otherwise=reported_or_failed,
+)
+"""The `fncore.adapter.ExceptionMapper` of both OpenAI models."""

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import final
 
-from fncore.adapter._secrets import redact_url, url_secrets
+from fncore.adapter._http import error_for_status, retry_after_seconds
+from fncore.adapter._secrets import redact, redact_url, url_secrets
 from fncore.adapter._text import MAX_DETAIL, as_text, describe, excerpt, one_line
 from fncore.core import (
     BadRequest,
@@ -16,10 +17,9 @@ from fncore.core import (
     ModelTimeout,
     StreamInterrupted,
     UnexpectedResponse,
-    error_for_status,
-    redact,
-    retry_after_seconds,
 )
+
+__all__ = ["Endpoint"]
 
 DECODING_ERRORS = (ValueError, TypeError, AttributeError, KeyError)
 """What decoding raises on data that is not what the API sends."""

@@ -27,6 +27,15 @@ from returns.result import Failure, Result, Success
 from fncore.adapter._endpoint import Endpoint
 from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem, StreamDelta
 
+__all__ = [
+    "Client",
+    "EventStream",
+    "ExceptionMapper",
+    "NotExpressible",
+    "ProviderModel",
+    "StreamDecoder",
+]
+
 _E_co = TypeVar("_E_co", covariant=True)
 _E_contra = TypeVar("_E_contra", contravariant=True)
 _Event = TypeVar("_Event")

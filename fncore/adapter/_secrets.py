@@ -9,6 +9,8 @@ from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
+__all__ = ["ApiKey", "redact", "redact_url", "resolve_api_key", "secret_value", "url_secrets"]
+
 ApiKey: TypeAlias = SecretStr | str | None
 """An API key as adapters take it: a `pydantic.SecretStr` (what the container passes), plain
 text, or ``None`` for the provider's environment variable."""
@@ -45,6 +47,22 @@ def resolve_api_key(key: ApiKey, variable: str) -> str | None:
         'sk-1'
     """
     return secret_value(key) or os.environ.get(variable) or None
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every given secret (an API key) replaced by ``[redacted]``.
+
+    Secrets shorter than four characters are left alone: replacing them would mangle
+    ordinary words.
+
+    Example:
+        >>> redact("bad key sk-123", "sk-123")
+        'bad key [redacted]'
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def redact_url(url: str) -> str:

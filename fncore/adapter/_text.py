@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["describe", "excerpt", "one_line"]
+
 MAX_DETAIL = 300
 """The longest provider detail (an error message) an error value quotes, in characters."""
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeAlias
 
-from fncore import Approve, ConfigError, RegistrationError, Reject, SessionStoreError
+from fncore import Approve, ConfigError, RegistrationError, Reject
 from fncore._distribution import installed_version
 from fncore.cli._commands import (
     Waiting,
@@ -21,6 +21,7 @@ from fncore.cli._errors import CommandFailed
 from fncore.cli._logging import cli_logging
 from fncore.cli._sessions import ACTIONS, list_command, session_command
 from fncore.cli._text import safe
+from fncore.errors import SessionStoreError
 
 PROG = "fncore"
 

@@ -20,10 +20,7 @@ from fncore import (
     Decision,
     Edit,
     Reject,
-    RoundStarted,
-    RunCompleted,
     RunResult,
-    TextDelta,
     load_container,
 )
 from fncore._distribution import install_hint
@@ -32,6 +29,7 @@ from fncore.cli._example import build_example_agent
 from fncore.cli._sessions import open_store
 from fncore.cli._text import safe
 from fncore.cli._trace import Trace
+from fncore.events import RoundStarted, RunCompleted, TextDelta
 from fncore.middleware import trace as trace_builtin
 
 if TYPE_CHECKING:

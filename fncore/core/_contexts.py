@@ -18,10 +18,12 @@ from returns.result import Failure
 from fncore.core._errors import AgentError, MiddlewareError, Position
 from fncore.core._events import STREAM_EVENT_TYPES, StreamEvent
 from fncore.core._messages import Message, ToolCallPart
-from fncore.core._model import Model, ModelRequest, ModelResponse, ModelSettings, ToolChoice
-from fncore.core._pause import Decision, Resume
+from fncore.core._model import Model, ModelRequest, ModelResponse, ModelSettings
+from fncore.core._pause import Decision
+from fncore.core._resume import Resume
 from fncore.core._session import Session
 from fncore.core._state import State
+from fncore.core._tool_choice import ToolChoice
 from fncore.core._tools import Tool
 from fncore.core._usage import NO_USAGE
 from fncore.core._value import value
@@ -29,6 +31,19 @@ from fncore.core._value import value
 if TYPE_CHECKING:
     from fncore.core._outcomes import Outcome
     from fncore.core._result import RunResult
+
+__all__ = [
+    "CompressContext",
+    "Emit",
+    "EventMap",
+    "EventMapFailed",
+    "ModelCallContext",
+    "ReasoningContext",
+    "RunContext",
+    "RunInfo",
+    "SystemPromptContext",
+    "ToolCallContext",
+]
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")

@@ -1,57 +1,8 @@
 """Typed error values.
 
 Errors inside fncore are values, carried in ``Failure(...)``; nothing in the core raises for
-an expected outcome. Every error says what failed, where, and what to do about it::
-
-    AgentError                      base: message, position, middleware
-    ├── MiddlewareError             a middleware, tool source or transformer raised or misbehaved
-    ├── ModelError                  the model call failed
-    │   ├── AuthenticationFailed    401: the API key is missing, wrong or revoked
-    │   ├── PermissionDenied        403: the key may not use this model or feature
-    │   ├── BadRequest              400, 409, 413, 422 and every other 4xx not listed here:
-    │   │                           the provider rejected the request itself
-    │   ├── ModelNotFound           404: no such model (or endpoint: check the base URL)
-    │   ├── RateLimited             429: too many requests; carries ``retry_after``
-    │   ├── ProviderUnavailable     408, 5xx, 529: overloaded or failing; worth retrying
-    │   ├── ModelTimeout            no answer in time
-    │   ├── ConnectionFailed        the server could not be reached
-    │   ├── StreamInterrupted       the answer (streamed or not) was cut off, or a stream
-    │   │                           could not be decoded
-    │   └── UnexpectedResponse      a 2xx answer whose body is not the API's (an HTML page,
-    │                               ``{}``, an error object): check the base URL
-    ├── LoopError                   the agent loop stopped; carries the transcript so far
-    │   ├── MaxIterationsReached    every allowed round ended in tool calls
-    │   ├── TooManyToolErrors       too many rounds in a row had a failing tool call
-    │   ├── UnknownToolCalled       the model called a tool that does not exist
-    │   │                           (only with ``terminate_on_unknown_calls=True``)
-    │   ├── OutputValidationFailed  the answer did not fit ``output_type``, retries included
-    │   └── OutputMissing           the run stopped without an answer to give as ``output_type``
-    ├── InvalidPrompt               the prompt is not text, a message or a sequence of messages
-    ├── InvalidHistory              the messages break the tool-call/result pairing
-    ├── SessionError                the session store failed; the session is unchanged
-    │   └── SessionConflict         another run committed to the session first
-    ├── CheckpointError             a paused run cannot be resumed; the checkpoint is unchanged
-    │   ├── CheckpointNotFound      no such checkpoint (never written, or deleted)
-    │   ├── CheckpointExpired       it is past its time to live
-    │   ├── CheckpointBusy          another resume holds it right now
-    │   ├── CheckpointMismatch      the agent's stack or settings changed since the pause
-    │   └── DecisionError           the decisions do not fit the pending requests
-    │       ├── UnknownRequest      a decision for a call that does not wait
-    │       ├── DecisionMissing     a waiting call has no decision
-    │       ├── DecisionNotAllowed  a decision the request does not allow (or bad edits)
-    │       └── DecisionConflict    it was already resumed with other decisions
-    ├── ScopeRequired               a limit counted per session or per tenant, and the run
-    │                               has no session (or no tenant): nothing ran
-    ├── SubagentError               a sub-agent (``Agent.as_tool``) could not be called
-    │   ├── SubagentCycle           it is already running further up the chain (A → B → A)
-    │   └── SubagentDepthExceeded   the chain of agents calling agents is too deep
-    ├── ToolsUnavailable            the agent's tools could not be gathered (an MCP server
-    │                               that cannot start, a name clash): nothing ran
-    └── LimitExceeded               a configured limit stopped the run (built-in middleware)
-        ├── CallLimitExceeded       too many model or tool calls (``limit_calls``)
-        ├── BudgetExceeded          the token or cost budget is spent (``budget``)
-        ├── RateLimitExceeded       no capacity within the longest wait (``rate_limit``)
-        └── DeadlineExceeded        the reply's deadline passed (``timeout``)
+an expected outcome. Every error says what failed, where, and what to do about it. The tree
+of them all is drawn in the public module that exports them, `fncore.errors`.
 
 Registration mistakes are not values: they raise `RegistrationError` when the stack is built,
 because they are programming errors to fix before anything runs.
@@ -60,8 +11,6 @@ because they are programming errors to fix before anything runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from fncore.core._usage import NO_USAGE, Usage
@@ -69,6 +18,54 @@ from fncore.core._usage import NO_USAGE, Usage
 if TYPE_CHECKING:
     from fncore.core._messages import Message
     from fncore.core._pause import Paused
+
+__all__ = [
+    "AgentError",
+    "AuthenticationFailed",
+    "BadRequest",
+    "BudgetExceeded",
+    "CallLimitExceeded",
+    "CheckpointBusy",
+    "CheckpointError",
+    "CheckpointExpired",
+    "CheckpointMismatch",
+    "CheckpointNotFound",
+    "ConnectionFailed",
+    "DeadlineExceeded",
+    "DecisionConflict",
+    "DecisionError",
+    "DecisionMissing",
+    "DecisionNotAllowed",
+    "InvalidHistory",
+    "InvalidPrompt",
+    "LimitExceeded",
+    "LoopError",
+    "MaxIterationsReached",
+    "MiddlewareError",
+    "ModelError",
+    "ModelNotFound",
+    "ModelTimeout",
+    "OutputMissing",
+    "OutputValidationFailed",
+    "PermissionDenied",
+    "Position",
+    "ProviderUnavailable",
+    "RateLimitExceeded",
+    "RateLimited",
+    "RegistrationError",
+    "ScopeRequired",
+    "SessionConflict",
+    "SessionError",
+    "StreamInterrupted",
+    "SubagentCycle",
+    "SubagentDepthExceeded",
+    "SubagentError",
+    "TooManyToolErrors",
+    "ToolsUnavailable",
+    "UnexpectedResponse",
+    "UnknownRequest",
+    "UnknownToolCalled",
+]
 
 Position: TypeAlias = Literal[
     "run", "reasoning", "model_call", "tool_call", "compress_context", "system_prompt"
@@ -194,88 +191,6 @@ class UnexpectedResponse(ModelError):
     ``status`` is the HTTP status and the message quotes the start of the body. Usually
     ``base_url`` points at something other than the provider's API.
     """
-
-
-def retry_after_seconds(
-    value: str | None, value_ms: str | None = None, *, now: datetime | None = None
-) -> float | None:
-    """Seconds to wait from ``retry-after`` (seconds or an HTTP date) or ``retry-after-ms``.
-
-    An HTTP date is measured from ``now``, which the caller passes (the core reads no clock);
-    without it a date gives ``None``.
-
-    Example:
-        >>> retry_after_seconds("2"), retry_after_seconds(None, "1500"), retry_after_seconds("x")
-        (2.0, 1.5, None)
-    """
-    if value_ms:
-        try:
-            return max(float(value_ms) / 1000, 0.0)
-        except ValueError:
-            pass
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    if now is None:
-        return None
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max((when - now).total_seconds(), 0.0)
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with every given secret (an API key) replaced by ``[redacted]``.
-
-    Example:
-        >>> redact("bad key sk-123", "sk-123")
-        'bad key [redacted]'
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
-
-
-def error_for_status(
-    status: int,
-    message: str,
-    *,
-    provider: str,
-    retry_after: float | None = None,
-) -> ModelError:
-    """The error value for an HTTP error ``status`` from ``provider``.
-
-    Example:
-        >>> type(error_for_status(429, "slow down", provider="openai", retry_after=2.0)).__name__
-        'RateLimited'
-    """
-    text = f"{provider} answered {status}: {message}"
-    if status == 401:
-        return AuthenticationFailed(
-            message=f"{text}; check the API key (model.api_key or the provider's variable)",
-            provider=provider,
-            status=status,
-        )
-    if status == 403:
-        return PermissionDenied(message=text, provider=provider, status=status)
-    if status == 404:
-        return ModelNotFound(
-            message=f"{text}; check the model name and base URL", provider=provider, status=status
-        )
-    if status == 429:
-        return RateLimited(message=text, provider=provider, status=status, retry_after=retry_after)
-    if status == 408 or status >= 500:
-        return ProviderUnavailable(message=text, provider=provider, status=status)
-    if status in (400, 409, 413, 422) or 400 <= status < 500:
-        return BadRequest(message=text, provider=provider, status=status)
-    return ModelError(message=text, provider=provider, status=status)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

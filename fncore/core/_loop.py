@@ -29,10 +29,11 @@ from fncore.core._errors import (
     UnknownToolCalled,
 )
 from fncore.core._messages import Message, ToolCallPart, ToolResultPart
-from fncore.core._model import ModelResponse, ToolChoice
+from fncore.core._model import ModelResponse
 from fncore.core._outcomes import Halt, Terminate
 from fncore.core._pairing import check_pairing, open_calls, unanswered, with_unique_call_ids
 from fncore.core._result import RunResult, StopReason
+from fncore.core._tool_choice import ToolChoice
 from fncore.core._tools import Tool
 from fncore.core._usage import NO_USAGE, Usage
 

@@ -8,6 +8,19 @@ from typing import Literal, TypeAlias, final
 
 from fncore.core._value import value
 
+__all__ = [
+    "DataPart",
+    "Message",
+    "Part",
+    "ReasoningPart",
+    "Role",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "fallback_call_id",
+    "usable_call_id",
+]
+
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 """Who a message is from. Tool results travel in ``tool`` messages."""
 

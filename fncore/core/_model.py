@@ -11,29 +11,29 @@ from returns.result import Result
 
 from fncore.core._errors import ModelError
 from fncore.core._messages import Message, Part, ReasoningPart, TextPart, ToolCallPart
+from fncore.core._tool_choice import ToolChoice
 from fncore.core._usage import NO_USAGE, Usage
 from fncore.core._value import value
 
+__all__ = [
+    "FinishReason",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ModelStreamItem",
+    "OutputSchema",
+    "ReasoningDelta",
+    "ResponseAssembler",
+    "StreamDelta",
+    "TextDelta",
+    "ToolCallArgsDelta",
+    "ToolCallStarted",
+    "ToolSpec",
+    "UsageReported",
+]
+
 _EMPTY: Mapping[str, object] = MappingProxyType({})
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class RequireTool:
-    """Tool choice that forces a call to one named tool.
-
-    Example:
-        >>> RequireTool("get_weather").name
-        'get_weather'
-    """
-
-    name: str
-    """The tool the model must call."""
-
-
-ToolChoice: TypeAlias = Literal["auto", "none", "required"] | RequireTool
-"""``auto``: loop until a text answer. ``none``: no tools. ``required`` (or a named tool): run
-the calls, then return the calls and their results with no further model call."""
 
 
 @final

@@ -11,6 +11,8 @@ from returns.result import Failure, Result, Success
 from fncore.core._errors import AgentError
 from fncore.core._pause import Pause
 
+__all__ = ["Halt", "Outcome", "Terminate", "cases", "recover"]
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 _E = TypeVar("_E")

@@ -27,6 +27,8 @@ from fncore.core._model import ModelResponse, OutputSchema, ToolSpec
 from fncore.core._result import RunResult
 from fncore.core._usage import NO_USAGE
 
+__all__ = ["OutputStrategy"]
+
 OutputT = TypeVar("OutputT", default=str)
 """The type of a run's ``output``: ``str`` unless the agent has an ``output_type``."""
 

@@ -21,6 +21,8 @@ from fncore.core._messages import (
     fallback_call_id,
 )
 
+__all__ = ["check_pairing", "open_calls", "with_unique_call_ids"]
+
 
 def _invalid(index: int, problem: str, fix: str) -> InvalidHistory:
     return InvalidHistory(message=f"message {index}: {problem}; {fix}")

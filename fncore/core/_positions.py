@@ -19,7 +19,7 @@ from fncore.core._contexts import (
     SystemPromptContext,
     ToolCallContext,
 )
-from fncore.core._events import (
+from fncore.core._hook_events import (
     Compaction,
     ErrorRaised,
     RoundStart,
@@ -35,6 +35,27 @@ from fncore.core._model import ModelResponse
 from fncore.core._outcomes import Outcome
 from fncore.core._result import RunResult
 from fncore.core._tools import ToolResult
+
+__all__ = [
+    "CompactionHook",
+    "CompressMiddleware",
+    "CompressNext",
+    "ErrorHook",
+    "ModelCallMiddleware",
+    "ModelCallNext",
+    "ReasoningMiddleware",
+    "ReasoningNext",
+    "RoundStartHook",
+    "RunEndHook",
+    "RunMiddleware",
+    "RunNext",
+    "RunStartHook",
+    "SystemPromptTransformer",
+    "ToolCallMiddleware",
+    "ToolCallNext",
+    "ToolEndHook",
+    "ToolStartHook",
+]
 
 RunNext: TypeAlias = Callable[[RunContext], Awaitable[Outcome[RunResult]]]
 """Calls the rest of the ``run`` onion."""

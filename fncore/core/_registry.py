@@ -13,7 +13,8 @@ from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar, final, get_args,
 
 from fncore.core._checks import timeout_problem
 from fncore.core._errors import Position, RegistrationError
-from fncore.core._events import HookEventName
+from fncore.core._hook_events import HookEventName
+from fncore.core._owned import Owned
 from fncore.core._positions import (
     CompactionHook,
     CompressMiddleware,
@@ -32,6 +33,20 @@ from fncore.core._positions import (
     ToolStartHook,
 )
 from fncore.core._tools import Tool, ToolFunction
+
+__all__ = [
+    "HookRegistration",
+    "Names",
+    "Order",
+    "Registration",
+    "Registry",
+    "ToolSourceRegistration",
+    "default_registry",
+    "hook",
+    "on",
+    "tool",
+    "tool_source",
+]
 
 Order: TypeAlias = Literal["outermost", "innermost"]
 """Pin a middleware to the outside or the inside of its position's onion."""
@@ -189,7 +204,7 @@ class Registry:
         self._hooks: list[HookRegistration] = []
         self._tools: list[Tool] = []
         self._sources: list[ToolSourceRegistration] = []
-        self._resources: list[Any] = []
+        self._resources = Owned()
 
     @property
     def middleware(self) -> tuple[Registration, ...]:
@@ -214,7 +229,7 @@ class Registry:
     @property
     def resources(self) -> tuple[Any, ...]:
         """What the registry owns and closes in `aclose`."""
-        return tuple(self._resources)
+        return self._resources.items
 
     def own(self, resource: _R) -> _R:
         """Record ``resource`` (anything with ``aclose()``) as the registry's to close.
@@ -223,14 +238,11 @@ class Registry:
         ``await registry.aclose()`` closes them, and a container closes the registries it
         built when it shuts down.
         """
-        self._resources.append(resource)
-        return resource
+        return self._resources.keep(resource)
 
     async def aclose(self) -> None:
         """Close the resources the registry owns (and those of registries it included)."""
-        resources, self._resources = self._resources, []
-        for resource in reversed(resources):
-            await resource.aclose()
+        await self._resources.close()
 
     @overload
     def on(
@@ -536,7 +548,7 @@ class Registry:
         self._hooks.extend(other._hooks)
         self._tools.extend(other._tools)
         self._sources.extend(other._sources)
-        self._resources.extend(other._resources)
+        self._resources.adopt(other)
 
 
 def tool_functions(tools: Iterable[Tool | ToolFunction]) -> tuple[Tool, ...]:

@@ -14,6 +14,8 @@ from fncore.core._pause import Paused
 from fncore.core._usage import Usage
 from fncore.core._value import value
 
+__all__ = ["RunOutcome", "RunResult", "StopReason"]
+
 _OutputT = TypeVar("_OutputT", default=str)
 
 StopReason: TypeAlias = Literal[

@@ -12,6 +12,8 @@ from fncore.core._messages import Message, ToolCallPart
 from fncore.core._pairing import open_calls
 from fncore.core._value import value
 
+__all__ = ["Session", "SessionUpdate"]
+
 _NO_STATE: Mapping[str, object] = MappingProxyType({})
 
 

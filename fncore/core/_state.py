@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar, final
 
+__all__ = ["State", "StateKey"]
+
 _T = TypeVar("_T")
 
 

@@ -17,6 +17,8 @@ from fncore.core._errors import RegistrationError
 from fncore.core._model import ToolSpec
 from fncore.core._value import value
 
+__all__ = ["Tool", "ToolFunction", "ToolResult", "to_content"]
+
 ToolFunction = Callable[..., Awaitable[object]] | Callable[..., object]
 """A tool's implementation: a sync or async function with annotated parameters."""
 

@@ -7,6 +7,8 @@ from typing import final
 
 from fncore.core._value import value
 
+__all__ = ["Usage"]
+
 
 @final
 @value

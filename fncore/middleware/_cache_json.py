@@ -22,7 +22,7 @@ from fncore.core import (
     ToolResult,
     Usage,
 )
-from fncore.runtime._codec import (
+from fncore.session_stores._json import (
     canonical,
     key_text,
     message_doc,

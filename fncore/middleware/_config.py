@@ -20,6 +20,8 @@ from fncore.core import Model, RegistrationError, Registry
 from fncore.middleware._imports import import_function
 from fncore.settings import ConfigError
 
+__all__ = ["BUILTINS", "build_middleware", "load_factory"]
+
 BUILTINS: dict[str, str] = {
     "trace": "fncore.middleware.trace:trace",
     "approve": "fncore.middleware.approve:approve",

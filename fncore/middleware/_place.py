@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+__all__ = ["ORDER", "place"]
+
 ORDER: tuple[str, ...] = (
     "trace",
     "approve",

@@ -33,7 +33,7 @@ from fncore.core import (
     Terminate,
 )
 from fncore.middleware._place import place
-from fncore.stores import SharedStore
+from fncore.shared_stores import SharedStore
 
 Verdict = Literal["go", "last", "stop"]
 """Before a round: go on as usual, make it the reply's last, or stop without a model call."""

@@ -43,6 +43,8 @@ from fncore.middleware._errors import checked
 from fncore.middleware._imports import import_function
 from fncore.middleware._place import place
 
+__all__ = ["approve"]
+
 DESCRIPTION = "Run {tool} with {arguments}?"
 """The default description of a request: ``{tool}`` and ``{arguments}`` (JSON) filled in."""
 

@@ -56,7 +56,9 @@ from fncore.middleware._scopes import (
     session_turns,
     tenant_of,
 )
-from fncore.stores import SharedStore, open_store
+from fncore.shared_stores import SharedStore, open_store
+
+__all__ = ["Price", "budget"]
 
 HINT = "Your budget is spent. Give your final answer now, with what you have, without tools."
 """What the last round of a reply is told, by default."""

@@ -64,11 +64,13 @@ from fncore.middleware._cache_json import (
 from fncore.middleware._errors import Seconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
-from fncore.runtime._codec import Unkeyable
-from fncore.stores import SharedStore, open_store
+from fncore.session_stores._json import Unkeyable
+from fncore.shared_stores import SharedStore, open_store
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
+
+__all__ = ["cache"]
 
 HIT_ATTRIBUTE = "fncore.cache.hit"
 """The span attribute saying whether the cache answered a model or tool call."""

@@ -41,6 +41,8 @@ from fncore.middleware._errors import checked
 from fncore.middleware._genai import provider_of
 from fncore.middleware._place import place
 
+__all__ = ["cache_prompt"]
+
 MAX_BREAKPOINTS = 4
 """The most cache breakpoints Anthropic accepts in one request."""
 

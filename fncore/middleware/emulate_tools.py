@@ -35,6 +35,8 @@ from fncore.core import (
 from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 
+__all__ = ["emulate_tools"]
+
 EMULATED: StateKey[tuple[str, ...]] = StateKey("fncore.emulate_tools.calls", default=tuple)
 """The ids of the tool calls of this reply that a model answered, in order."""
 

@@ -39,6 +39,8 @@ from fncore.core import (
 from fncore.middleware._errors import Emitted, checked, retryable, when
 from fncore.middleware._place import place
 
+__all__ = ["answered_by", "fallback"]
+
 DEFAULT_ON = (
     "retryable",
     "ModelNotFound",

@@ -66,7 +66,6 @@ from fncore.middleware._guardrails import (
 from fncore.middleware._place import place
 
 __all__ = [
-    "MESSAGE",
     "Allow",
     "Block",
     "GuardBlocked",
@@ -79,7 +78,6 @@ __all__ = [
     "Verdict",
     "denied",
     "guard",
-    "judge",
 ]
 
 

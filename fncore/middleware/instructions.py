@@ -24,6 +24,8 @@ from fncore.middleware._errors import checked
 from fncore.middleware._imports import import_function
 from fncore.middleware._place import place
 
+__all__ = ["MissingField", "PromptFunction", "instructions"]
+
 PromptFunction: TypeAlias = Callable[[SystemPromptContext], str | Awaitable[str]]
 """A function (sync or async) of the round's prompt context, returning a part of the prompt."""
 

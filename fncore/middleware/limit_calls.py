@@ -48,7 +48,9 @@ from fncore.core import (
 from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import Verdict, register_last_round, require_scopes, session_turns
-from fncore.stores import SharedStore, open_store
+from fncore.shared_stores import SharedStore, open_store
+
+__all__ = ["limit_calls"]
 
 HINT = "You have reached your call limit. Answer now, with what you have, without calling tools."
 """What the last round of a reply is told, by default."""

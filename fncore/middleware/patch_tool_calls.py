@@ -55,6 +55,8 @@ from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 from fncore.runtime import register_state_type
 
+__all__ = ["ToolCallPatch", "patch_tool_calls", "patched_calls"]
+
 _INTEGER = re.compile(r"[+-]?\d+(\.0*)?")
 _MISSING: Any = object()
 

@@ -46,10 +46,12 @@ from fncore.core import (
 from fncore.middleware._errors import SomeSeconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
-from fncore.stores import MAX_CONNECTIONS
+from fncore.shared_stores import MAX_CONNECTIONS
 
 if TYPE_CHECKING:
     from limits import RateLimitItem
+
+__all__ = ["rate_limit"]
 
 CHARS_PER_TOKEN = 4
 """The estimate's rule of thumb: about four characters of text make a token."""

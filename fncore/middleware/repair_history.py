@@ -64,6 +64,8 @@ from fncore.middleware._place import place
 from fncore.middleware.fallback import _SIGNED_BY, _digest, _origin, _signed
 from fncore.runtime import register_state_type
 
+__all__ = ["Repair", "history_repairs", "repair_history"]
+
 INTERRUPTED = "Interrupted: this tool call has no result (it did not run, or its result was lost)."
 """The content of the synthetic error result a dangling tool call gets, by default."""
 

@@ -46,6 +46,8 @@ from fncore.core import (
 from fncore.middleware._errors import Emitted, Seconds, SomeSeconds, checked, retryable, when
 from fncore.middleware._place import place
 
+__all__ = ["retry", "retry_tools"]
+
 _T = TypeVar("_T")
 
 Attempts = Annotated[int, Field(ge=1, le=100)]

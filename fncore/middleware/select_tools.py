@@ -41,6 +41,8 @@ from fncore.core import (
 from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 
+__all__ = ["select_tools"]
+
 SELECTED: StateKey[tuple[str, ...] | None] = StateKey(
     "fncore.select_tools.selected", default=lambda: None
 )

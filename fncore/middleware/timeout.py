@@ -36,6 +36,8 @@ from fncore.core import (
 from fncore.middleware._errors import Seconds, checked
 from fncore.middleware._place import place
 
+__all__ = ["timeout"]
+
 _T = TypeVar("_T")
 
 

@@ -4,16 +4,16 @@ from fncore.runtime._agent import Agent, Prompt
 from fncore.runtime._di import Provide, Provider, list_provider
 from fncore.runtime._mcp import MCPServer, MCPServerError
 from fncore.runtime._scope import current_metadata, current_run
-from fncore.runtime._sessions import (
+from fncore.runtime._stack import StackDescription
+from fncore.runtime._stream import RunStream
+from fncore.session_stores._memory import InMemorySessionStore
+from fncore.session_stores._protocols import (
     CheckpointStore,
-    InMemorySessionStore,
     SessionCatalog,
     SessionInfo,
     SessionStore,
 )
-from fncore.runtime._stack import StackDescription
-from fncore.runtime._state_types import register_state_type
-from fncore.runtime._stream import RunStream
+from fncore.session_stores._state_types import register_state_type
 
 __all__ = [
     "Agent",

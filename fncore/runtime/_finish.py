@@ -73,3 +73,15 @@ async def finish(coro: Coroutine[Any, Any, _T]) -> tuple[_T | None, Exception | 
     if isinstance(error, Exception):
         return None, error, cancels
     raise error
+
+
+def absorb(cancels: int) -> None:
+    """Withdraw ``cancels`` cancellation requests of the current task: the run returns.
+
+    For a caller whose `finish` counted cancellations it decided not to propagate (what
+    it awaited was committed, so the run returns its outcome).
+    """
+    task = asyncio.current_task()
+    if task is not None:
+        for _ in range(cancels):
+            task.uncancel()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 import pydantic_core
 from pydantic import ConfigDict, Field, create_model
@@ -49,8 +49,42 @@ from fncore.core import (
 from fncore.runtime._hooks import HookEntry, notify
 
 if TYPE_CHECKING:
-    from fncore.core import Emit
-    from fncore.runtime._agent import Agent
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from fncore.core import Decision, Emit, ModelSettings, RunOutcome, State, ToolChoice
+
+
+class Replies(Protocol):
+    """What a sub-agent tool needs of the agent it runs: start a reply, go on with one.
+
+    The agent's own runner is one. A protocol, so this module (which the engine imports)
+    need not import the agent.
+    """
+
+    def start(
+        self,
+        prompt: str,
+        metadata: Mapping[str, object] | None,
+        session_id: str | None,
+        tool_choice: ToolChoice | None,
+        model_settings: ModelSettings | None,
+        emit: Emit | None,
+        shared: State | None = None,
+    ) -> Awaitable[RunOutcome]:
+        """Run a reply to ``prompt`` (``Agent.run``, before its output is typed)."""
+        ...
+
+    def go_on(
+        self,
+        checkpoint_id: str,
+        decisions: Mapping[str, Decision] | Decision,
+        metadata: Mapping[str, object] | None,
+        emit: Emit | None,
+        shared: State | None = None,
+    ) -> Awaitable[RunOutcome]:
+        """Resume a paused reply (``Agent.resume``, before its output is typed)."""
+        ...
+
 
 USAGE: StateKey[dict[str, tuple[int, ...]]] = StateKey("fncore.subagents.usage", default=dict)
 """A run's sub-agent usage so far, per call id (a resumed child's replaces its paused one)."""
@@ -83,17 +117,27 @@ class Delegate:
     runs the agent on its own and returns its answer.
     """
 
-    __slots__ = ("agent", "max_depth", "name", "share_limits")
+    __slots__ = ("max_depth", "name", "replies", "run", "share_limits")
 
-    def __init__(self, agent: Agent[Any], name: str, share_limits: bool, max_depth: int) -> None:
-        self.agent = agent
+    def __init__(
+        self,
+        run: Callable[[str], Awaitable[RunOutcome[Any]]],
+        replies: Replies,
+        name: str,
+        share_limits: bool,
+        max_depth: int,
+    ) -> None:
+        self.run = run
+        """The agent's ``run``."""
+        self.replies = replies
+        """The agent's replies (its identity, too, for finding cycles)."""
         self.name = name
         self.share_limits = share_limits
         self.max_depth = max_depth
 
     async def __call__(self, prompt: str) -> str:
         """Run the agent alone on ``prompt``; its answer, or `RuntimeError` with its error."""
-        outcome = await self.agent.run(prompt)
+        outcome = await self.run(prompt)
         if type(outcome) is Failure:
             raise RuntimeError(outcome.failure().message)
         return as_text(outcome.unwrap().output)
@@ -107,7 +151,7 @@ class Delegate:
 
     def _refused(self, chain: tuple[tuple[int, str], ...]) -> SubagentError | None:
         names = (*(name for _, name in chain), self.name)
-        if any(agent_id == id(self.agent) for agent_id, _ in chain):
+        if any(agent_id == id(self.replies) for agent_id, _ in chain):
             return SubagentCycle(
                 message=(
                     f"sub-agent {self.name!r} is already running further up the chain "
@@ -144,7 +188,7 @@ class Delegate:
         refused = self._refused(chain)
         if refused is not None:
             return refused
-        name, agent, state = self.name, self.agent, parent.state
+        name, replies, state = self.name, self.replies, parent.state
         waiting = state.get(PAUSED).get(call.id)
         start, end = hooks
         if start:
@@ -158,10 +202,10 @@ class Delegate:
                 outer(SubagentEvent(name, call_id, event))
 
         shared = state if self.share_limits else None
-        token = _CHAIN.set((*chain, (id(agent), name)))
+        token = _CHAIN.set((*chain, (id(replies), name)))
         try:
             if waiting is None:
-                outcome = await agent._execute(
+                outcome = await replies.start(
                     prompt, parent.metadata, None, None, None, emit, shared
                 )
             else:
@@ -171,7 +215,7 @@ class Delegate:
                     for key, decision in parent.decisions.items()
                     if key.startswith(prefix)
                 }
-                outcome = await agent._resume(waiting, decisions, parent.metadata, emit, shared)
+                outcome = await replies.go_on(waiting, decisions, parent.metadata, emit, shared)
         finally:
             _CHAIN.reset(token)
         if end:
@@ -214,7 +258,8 @@ def as_text(output: object) -> str:
 
 
 def agent_tool(
-    agent: Agent[Any],
+    run: Callable[[str], Awaitable[RunOutcome[Any]]],
+    replies: Replies,
     *,
     name: str,
     description: str | None,
@@ -222,7 +267,7 @@ def agent_tool(
     max_depth: int,
     timeout: float | None,
 ) -> Tool:
-    """The tool that runs ``agent`` (``Agent.as_tool``); see there."""
+    """The tool that runs an agent (``Agent.as_tool``: its ``run`` and replies); see there."""
     if not _NAME.fullmatch(name):
         msg = f"sub-agent tool name {name!r} is not valid; use letters, digits, '_' or '-'"
         raise RegistrationError(msg)
@@ -238,7 +283,7 @@ def agent_tool(
         ),
     )
     return Tool(
-        Delegate(agent, name, share_limits, max_depth),
+        Delegate(run, replies, name, share_limits, max_depth),
         name=name,
         args_model=args,
         description=(

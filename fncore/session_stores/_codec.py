@@ -1,7 +1,7 @@
 """The records a session store writes: fncore's JSON forms, with a format version and errors.
 
 A record is JSON text (ASCII, so any string survives any database's text type) of one form
-of `fncore.runtime._codec`, the one codec, with its format version added (``"v"``): a
+of `fncore.session_stores._json`, the one codec, with its format version added (``"v"``): a
 record from a newer fncore is refused, not misread.
 
 * a message: ``{"v": 1, "role": ..., "parts": [...], "cache": true}`` (``cache`` only
@@ -22,7 +22,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from fncore.core import Checkpoint, Message
-from fncore.runtime._codec import (
+from fncore.session_stores._errors import (
+    NotSerializable,
+    SessionStoreCorrupt,
+    written_by_newer,
+)
+from fncore.session_stores._json import (
     Unregistered,
     checkpoint_doc,
     checkpoint_from_doc,
@@ -31,11 +36,6 @@ from fncore.runtime._codec import (
     message_from_doc,
     value_from_doc,
     values_doc,
-)
-from fncore.session_stores._errors import (
-    NotSerializable,
-    SessionStoreCorrupt,
-    written_by_newer,
 )
 
 MESSAGE_FORMAT = 1

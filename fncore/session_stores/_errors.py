@@ -1,21 +1,8 @@
 """What a session store raises when it cannot do its job; nothing stored is changed.
 
 A run turns any of these into a `SessionError` value naming the exception; the command line
-prints it on one line. The tree::
-
-    SessionStoreError           base: the message says what is wrong and what to do
-    ├── SessionStoreUnavailable the store cannot be opened or reached: a directory that
-    │                           cannot be created, no permission, a database server that
-    │                           is down or refuses the credentials
-    ├── NotASessionStore        the file or database is not fncore's: not a SQLite file at
-    │                           all, or one that another application owns
-    ├── SessionStoreCorrupt     the store holds data fncore cannot read: a damaged SQLite
-    │                           file, a record that does not decode
-    ├── SessionSchemaTooNew     a newer fncore wrote the store: upgrade fncore to use it
-    └── NotSerializable         a session-state value (or message) cannot be stored; the
-                                commit wrote nothing
-
-A malformed URL is a `ConfigError`, raised before any store exists.
+prints it on one line. The tree is drawn in `fncore.errors`, which exports them. A malformed
+URL is a `ConfigError`, raised before any store exists.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from fncore._session_url import parse_session_url
-from fncore.runtime import InMemorySessionStore, SessionStore
+from fncore.session_stores._memory import InMemorySessionStore
 from fncore.session_stores._postgres import PostgresSessionStore
+from fncore.session_stores._protocols import SessionStore
 from fncore.session_stores._sqlite import SqliteSessionStore
 from fncore.settings import ConfigError
 

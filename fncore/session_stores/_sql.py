@@ -45,7 +45,6 @@ from fncore.core import (
     Session,
     SessionUpdate,
 )
-from fncore.runtime import SessionInfo
 from fncore.session_stores._codec import (
     decode_checkpoint,
     decode_message,
@@ -59,6 +58,7 @@ from fncore.session_stores._errors import (
     SessionStoreCorrupt,
     SessionStoreError,
 )
+from fncore.session_stores._protocols import SessionInfo
 
 SCHEMA_VERSION = 2
 """The schema version this fncore writes; a store recorded at a higher one is refused."""
@@ -224,7 +224,7 @@ def change_steps(
     target = change.checkpoint.id
     changed = yield Step(CHANGE_CHECKPOINT, (*row, target, change.claim), "rowcount")
     if changed != 1:
-        return "lost", None
+        return ChangeResult.LOST, None
     written = None
     if commit is not None:
         written = yield from commit
@@ -232,7 +232,7 @@ def change_steps(
             raise SessionMovedOn
     if follow is not None:
         yield follow
-    return "ok", written
+    return ChangeResult.OK, written
 
 
 def list_steps() -> Steps[list[SessionInfo]]:
@@ -428,7 +428,7 @@ class SqlSessionStore:
                 change_steps(change, row, commit, follow)
             )
         except SessionMovedOn:
-            return "conflict"
+            return ChangeResult.CONFLICT
         if update is not None and written is not None:
             self._remember(update, written, values)
         return result

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from fncore import Agent, ConfigError, Container, RunCompleted, RunOutcome, load_container
+from fncore import Agent, ConfigError, Container, RunOutcome, load_container
+from fncore.events import RunCompleted
 
 
 def configured(*entries: dict[str, Any]) -> Container:

@@ -11,17 +11,9 @@ import pytest
 import stamina.instrumentation
 from returns.result import Result
 
-from fncore import (
-    Agent,
-    AgentError,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    Registry,
-    RunResult,
-    TextDelta,
-)
+from fncore import Agent, AgentError, ModelError, ModelRequest, ModelResponse, Registry, RunResult
 from fncore.core import ModelStreamItem, StreamDelta
+from fncore.events import TextDelta
 
 
 @dataclass

@@ -13,24 +13,22 @@ from returns.result import Success
 
 from fncore import (
     Agent,
-    BudgetExceeded,
     InMemorySessionStore,
     Message,
     MiddlewareError,
     ModelRequest,
     ModelResponse,
-    ProviderUnavailable,
     Registry,
-    RunEnd,
     ScopeRequired,
-    SessionConflict,
     StateKey,
     Usage,
     load_container,
 )
+from fncore.errors import BudgetExceeded, ProviderUnavailable, SessionConflict
+from fncore.events import RunEnd
 from fncore.middleware import Price, budget
 from fncore.middleware.budget import HINT, MESSAGE
-from fncore.stores import RedisStore
+from fncore.shared_stores import RedisStore
 from fncore.testing import FunctionModel, tool_calls
 
 
@@ -320,9 +318,8 @@ async def test_four_processes_never_exceed_a_session_budget_on_redis(
         PRELUDE
         + BARRIER
         + """
-from fncore import (
-    Agent, BudgetExceeded, Message, ModelResponse, SessionConflict, Usage, open_session_store
-)
+from fncore import Agent, Message, ModelResponse, Usage, open_session_store
+from fncore.errors import BudgetExceeded, SessionConflict
 from fncore.middleware import budget
 from fncore.testing import FunctionModel
 

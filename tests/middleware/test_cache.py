@@ -28,22 +28,19 @@ from fncore import (
     ModelResponse,
     ModelSettings,
     Outcome,
-    ProviderUnavailable,
     ReasoningPart,
     RegistrationError,
     Registry,
-    StreamEvent,
-    TextDelta,
-    ToolCallArgsDelta,
     ToolCallContext,
     ToolCallNext,
     ToolCallPart,
-    ToolCallStarted,
     ToolResult,
     ToolResultPart,
     Usage,
     load_container,
 )
+from fncore.errors import ProviderUnavailable
+from fncore.events import StreamEvent, TextDelta, ToolCallArgsDelta, ToolCallStarted
 from fncore.middleware import cache, trace
 from fncore.middleware.cache import (
     HIT_ATTRIBUTE,

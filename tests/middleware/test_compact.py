@@ -17,8 +17,6 @@ from returns.result import Success
 
 from fncore import (
     Agent,
-    CallLimitExceeded,
-    Compaction,
     InMemorySessionStore,
     Message,
     ModelError,
@@ -31,6 +29,8 @@ from fncore import (
     load_container,
 )
 from fncore.core import check_pairing
+from fncore.errors import CallLimitExceeded
+from fncore.events import Compaction
 from fncore.middleware import compact, limit_calls
 from fncore.middleware._compaction import approximate_tokens, groups
 from fncore.middleware.compact import PLACEHOLDER, SUMMARY_HEADER, SUMMARY_PROMPT

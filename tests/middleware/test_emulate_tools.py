@@ -13,18 +13,17 @@ from returns.result import Failure, Success
 
 from fncore import (
     Agent,
-    CallLimitExceeded,
     Message,
     ModelCallContext,
     ModelCallNext,
     ModelRequest,
     ModelResponse,
     Outcome,
-    ProviderUnavailable,
     Registry,
-    TextDelta,
     load_container,
 )
+from fncore.errors import CallLimitExceeded, ProviderUnavailable
+from fncore.events import TextDelta
 from fncore.middleware import emulate_tools, limit_calls
 from fncore.middleware.emulate_tools import EMULATED, EMULATED_ATTRIBUTE, INSTRUCTIONS
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls

@@ -18,25 +18,26 @@ from support import add, run_ok
 from fncore import (
     Agent,
     AgentError,
-    AuthenticationFailed,
-    BadRequest,
     ConfigError,
     Message,
     ModelCallContext,
     ModelCallNext,
-    ModelNotFound,
     ModelResponse,
     Outcome,
+    Registry,
+    Terminate,
+    load_container,
+)
+from fncore.errors import (
+    AuthenticationFailed,
+    BadRequest,
+    ModelNotFound,
     PermissionDenied,
     ProviderUnavailable,
     RateLimited,
-    Registry,
-    RunEnd,
     StreamInterrupted,
-    Terminate,
-    TextDelta,
-    load_container,
 )
+from fncore.events import RunEnd, TextDelta
 from fncore.middleware import answered_by, fallback, retry
 from fncore.testing import FunctionModel, ScriptedModel, TestModel
 

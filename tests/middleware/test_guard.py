@@ -15,20 +15,17 @@ from returns.result import Result, Success
 
 from fncore import (
     Agent,
-    GuardTripped,
     Message,
     MiddlewareError,
     ModelError,
     ModelRequest,
     ModelResponse,
     Registry,
-    RunCompleted,
-    StreamEvent,
-    TextDelta,
     ToolCallContext,
     load_container,
 )
 from fncore.core import ModelStreamItem
+from fncore.events import GuardTripped, RunCompleted, StreamEvent, TextDelta
 from fncore.middleware import (
     Allow,
     Block,

@@ -12,17 +12,16 @@ from returns.result import Failure, Success
 
 from fncore import (
     Agent,
-    CallLimitExceeded,
     InMemorySessionStore,
     ModelRequest,
     RegistrationError,
     Registry,
     ScopeRequired,
     StateKey,
-    TextDelta,
-    ToolResultReady,
     load_container,
 )
+from fncore.errors import CallLimitExceeded
+from fncore.events import TextDelta, ToolResultReady
 from fncore.middleware import limit_calls
 from fncore.middleware.limit_calls import HINT, MESSAGE
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls

@@ -13,19 +13,17 @@ from returns.result import Success
 
 from fncore import (
     Agent,
-    CallLimitExceeded,
     InMemorySessionStore,
     Message,
     ModelRequest,
     ModelResponse,
-    ProviderUnavailable,
     Registry,
-    SessionConflict,
     load_container,
 )
+from fncore.errors import CallLimitExceeded, ProviderUnavailable, SessionConflict
 from fncore.middleware import limit_calls
 from fncore.middleware.limit_calls import MESSAGE
-from fncore.stores import RedisStore, SharedStore
+from fncore.shared_stores import RedisStore, SharedStore
 from fncore.testing import FunctionModel, tool_calls
 
 
@@ -196,7 +194,8 @@ async def test_four_processes_never_exceed_a_session_limit_on_redis(redis_url: s
         PRELUDE
         + BARRIER
         + """
-from fncore import Agent, CallLimitExceeded, Message, ModelResponse
+from fncore import Agent, Message, ModelResponse
+from fncore.errors import CallLimitExceeded
 from fncore.middleware import limit_calls
 from fncore.testing import FunctionModel
 

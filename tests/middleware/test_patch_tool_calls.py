@@ -13,17 +13,8 @@ from openai_wire import call, call_chunk, chat_model, chat_stream, chunk, close_
 from otel_support import Otel
 from support import add, run_ok
 
-from fncore import (
-    Agent,
-    Message,
-    Registry,
-    RoundFinished,
-    RunEnd,
-    ToolCallArgsDelta,
-    ToolCallPart,
-    ToolResultPart,
-    load_container,
-)
+from fncore import Agent, Message, Registry, ToolCallPart, ToolResultPart, load_container
+from fncore.events import RoundFinished, RunEnd, ToolCallArgsDelta
 from fncore.middleware import ToolCallPatch, patch_tool_calls, patched_calls
 from fncore.middleware.patch_tool_calls import patch_arguments
 from fncore.testing import ScriptedModel

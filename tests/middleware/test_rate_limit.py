@@ -20,8 +20,6 @@ from fncore import (
     ModelRequest,
     ModelResponse,
     ModelSettings,
-    ProviderUnavailable,
-    RateLimitExceeded,
     Registry,
     ToolCallPart,
     ToolResultPart,
@@ -29,6 +27,7 @@ from fncore import (
     Usage,
     load_container,
 )
+from fncore.errors import ProviderUnavailable, RateLimitExceeded
 from fncore.middleware import rate_limit
 from fncore.middleware.rate_limit import _give_up as give_up
 from fncore.middleware.rate_limit import estimate_tokens
@@ -87,7 +86,8 @@ async def test_four_processes_on_one_redis_admit_exactly_the_quota(
         PRELUDE
         + BARRIER
         + """
-from fncore import Agent, RateLimitExceeded, open_session_store
+from fncore import Agent, open_session_store
+from fncore.errors import RateLimitExceeded
 from fncore.middleware import rate_limit
 from fncore.testing import TestModel
 

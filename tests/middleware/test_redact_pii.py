@@ -20,19 +20,21 @@ from fncore import (
     ModelRequest,
     ModelResponse,
     Outcome,
-    ReasoningDelta,
     ReasoningPart,
     Registry,
-    RunCompleted,
     RunResult,
     Terminate,
-    TextDelta,
     TextPart,
-    ToolCallArgsDelta,
     ToolCallPart,
     ToolResultPart,
-    ToolResultReady,
     load_container,
+)
+from fncore.events import (
+    ReasoningDelta,
+    RunCompleted,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolResultReady,
 )
 from fncore.middleware import redact_pii
 from fncore.middleware.redact_pii import PIIBlocked

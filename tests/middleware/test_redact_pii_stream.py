@@ -12,17 +12,9 @@ from hypothesis import strategies as st
 from otel_support import Otel
 from returns.result import Result, Success
 
-from fncore import (
-    Agent,
-    Message,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    Registry,
-    RunCompleted,
-    TextDelta,
-)
+from fncore import Agent, Message, ModelError, ModelRequest, ModelResponse, Registry
 from fncore.core._model import ModelStreamItem
+from fncore.events import RunCompleted, TextDelta
 from fncore.middleware import redact_pii
 from fncore.middleware._pii import BUILTIN, find
 from fncore.middleware._redactor import Rules, Streamer

@@ -27,12 +27,12 @@ from fncore import (
     Message,
     ReasoningPart,
     Registry,
-    RunEnd,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     load_container,
 )
+from fncore.events import RunEnd
 from fncore.middleware import Repair, history_repairs, repair_history
 from fncore.middleware.repair_history import INTERRUPTED, repair_pairing
 from fncore.testing import ScriptedModel, TestModel

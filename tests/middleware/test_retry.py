@@ -25,7 +25,6 @@ from support import run_ok
 
 from fncore import (
     AgentError,
-    BadRequest,
     ConfigError,
     Message,
     ModelCallContext,
@@ -34,18 +33,21 @@ from fncore import (
     ModelRequest,
     ModelResponse,
     Outcome,
-    ProviderUnavailable,
-    RateLimited,
-    RateLimitExceeded,
     Registry,
-    StreamInterrupted,
     Terminate,
-    TextDelta,
     ToolCallContext,
     ToolCallNext,
     ToolResult,
     load_container,
 )
+from fncore.errors import (
+    BadRequest,
+    ProviderUnavailable,
+    RateLimited,
+    RateLimitExceeded,
+    StreamInterrupted,
+)
+from fncore.events import TextDelta
 from fncore.middleware import retry, retry_tools
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 

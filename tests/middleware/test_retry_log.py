@@ -10,7 +10,7 @@ import stamina.instrumentation
 from resilience_helpers import agent_with
 from support import run_ok
 
-from fncore import ProviderUnavailable
+from fncore.errors import ProviderUnavailable
 from fncore.middleware import retry, retry_tools
 from fncore.testing import ScriptedModel, TestModel
 

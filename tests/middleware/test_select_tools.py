@@ -11,16 +11,8 @@ import pytest
 from helpers import config_error, configured, outcome_of
 from returns.result import Failure, Success
 
-from fncore import (
-    Agent,
-    MiddlewareError,
-    ModelRequest,
-    ProviderUnavailable,
-    Registry,
-    RequireTool,
-    Tool,
-    load_container,
-)
+from fncore import Agent, MiddlewareError, ModelRequest, Registry, RequireTool, Tool, load_container
+from fncore.errors import ProviderUnavailable
 from fncore.middleware import select_tools, trace
 from fncore.testing import FunctionModel, TestModel, tool_calls
 

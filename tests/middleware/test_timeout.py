@@ -12,15 +12,9 @@ from resilience_helpers import Stalling, agent_with, answer, streamed
 from returns.result import Success
 from support import add, run_ok
 
-from fncore import (
-    ConfigError,
-    DeadlineExceeded,
-    Message,
-    ModelRequest,
-    ModelTimeout,
-    TextDelta,
-    load_container,
-)
+from fncore import ConfigError, Message, ModelRequest, load_container
+from fncore.errors import DeadlineExceeded, ModelTimeout
+from fncore.events import TextDelta
 from fncore.middleware import retry, timeout
 from fncore.middleware.timeout import within
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls

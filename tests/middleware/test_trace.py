@@ -36,7 +36,6 @@ from fncore import (
     ModelResponse,
     ModelSettings,
     Outcome,
-    RateLimited,
     Registry,
     Terminate,
     ToolCallContext,
@@ -45,6 +44,7 @@ from fncore import (
     Usage,
     load_container,
 )
+from fncore.errors import RateLimited
 from fncore.middleware import _genai as g
 from fncore.middleware import trace
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls

@@ -14,17 +14,16 @@ from fncore import (
     Agent,
     Approve,
     LoopSettings,
-    MaxIterationsReached,
     Message,
     ModelCallContext,
     ModelCallNext,
     ModelRequest,
     ModelResponse,
     Outcome,
-    ProviderUnavailable,
     Registry,
     ToolResultPart,
 )
+from fncore.errors import MaxIterationsReached, ProviderUnavailable
 from fncore.middleware import _genai as g
 from fncore.middleware import approve, patch_tool_calls, retry
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls

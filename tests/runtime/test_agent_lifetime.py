@@ -7,7 +7,8 @@ import asyncio
 import pytest
 from mcp_support import demo_command
 
-from fncore import Agent, MCPServer, MCPServerError, Registry
+from fncore import Agent, MCPServer, Registry
+from fncore.errors import MCPServerError
 from fncore.testing import ScriptedModel, TestModel, tool_calls
 
 

@@ -16,12 +16,12 @@ from fncore import (
     ModelResponse,
     Outcome,
     Registry,
-    RunCompleted,
     RunContext,
     RunNext,
     RunResult,
     Usage,
 )
+from fncore.events import RunCompleted
 from fncore.middleware import (
     Allow,
     Block,

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from fncore import ConfigError, InMemorySessionStore, load_container
 from fncore.settings import load_settings
-from fncore.stores import RedisStore, open_store
+from fncore.shared_stores import RedisStore, open_store
 
 PASSWORD = "s3cr3t-pw"
 API_KEY = "sk-preset-0123456789"

@@ -37,21 +37,17 @@ from fncore import (
     ReasoningNext,
     RegistrationError,
     Registry,
-    RunCompleted,
     RunContext,
-    RunEnd,
     RunNext,
     RunResult,
-    StreamEvent,
     SystemPromptContext,
-    TextDelta,
     Tool,
     ToolCallContext,
     ToolCallNext,
     ToolResult,
-    ToolStart,
 )
 from fncore.core import ModelStreamItem
+from fncore.events import RunCompleted, RunEnd, StreamEvent, TextDelta, ToolStart
 from fncore.testing import ScriptedModel, TestModel, tool_calls
 
 # -- 1. wrong values never escape ------------------------------------------------------------

@@ -12,7 +12,6 @@ from support import add, mul, run_ok
 
 from fncore import (
     Agent,
-    ErrorRaised,
     LoopSettings,
     Message,
     ModelCallContext,
@@ -22,18 +21,14 @@ from fncore import (
     Outcome,
     RegistrationError,
     Registry,
-    RoundStart,
-    RunEnd,
-    RunStart,
     Terminate,
     Tool,
     ToolCallContext,
     ToolCallNext,
-    ToolEnd,
     ToolResult,
     ToolResultPart,
-    ToolStart,
 )
+from fncore.events import ErrorRaised, RoundStart, RunEnd, RunStart, ToolEnd, ToolStart
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 

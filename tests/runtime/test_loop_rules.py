@@ -13,12 +13,10 @@ from support import add, mul, run_ok
 
 from fncore import (
     Agent,
-    Compaction,
     CompressContext,
     CompressNext,
     InvalidHistory,
     LoopSettings,
-    MaxIterationsReached,
     Message,
     ModelRequest,
     Outcome,
@@ -27,11 +25,11 @@ from fncore import (
     Tool,
     ToolCallPart,
     ToolResultPart,
-    TooManyToolErrors,
-    UnknownToolCalled,
     current_metadata,
 )
 from fncore.core import check_pairing
+from fncore.errors import MaxIterationsReached, TooManyToolErrors, UnknownToolCalled
+from fncore.events import Compaction
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 

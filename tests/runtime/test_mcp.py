@@ -24,17 +24,16 @@ from returns.result import Failure, Success
 from fncore import (
     Agent,
     MCPServer,
-    MCPServerError,
     Outcome,
     RegistrationError,
     Registry,
-    RunCompleted,
     ToolCallContext,
     ToolCallNext,
     ToolResult,
-    ToolResultReady,
     ToolsUnavailable,
 )
+from fncore.errors import MCPServerError
+from fncore.events import RunCompleted, ToolResultReady
 from fncore.testing import ScriptedModel, TestModel, tool_calls
 
 

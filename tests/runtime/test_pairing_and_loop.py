@@ -24,11 +24,11 @@ from fncore import (
     ReasoningNext,
     Registry,
     RequireTool,
-    RoundFinished,
     ToolCallPart,
     ToolResultPart,
 )
 from fncore.core import check_pairing
+from fncore.events import RoundFinished
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 USER = Message.user("go")

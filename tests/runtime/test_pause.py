@@ -14,14 +14,6 @@ from support import run_ok
 from fncore import (
     Agent,
     Approve,
-    CallLimitExceeded,
-    CheckpointBusy,
-    CheckpointExpired,
-    CheckpointMismatch,
-    CheckpointNotFound,
-    DecisionConflict,
-    DecisionMissing,
-    DecisionNotAllowed,
     Edit,
     InMemorySessionStore,
     Message,
@@ -36,13 +28,9 @@ from fncore import (
     Registry,
     Reject,
     Respond,
-    RoundFinished,
-    RunCompleted,
     RunContext,
     RunNext,
-    RunPaused,
     RunResult,
-    SessionConflict,
     SessionUpdate,
     SqliteSessionStore,
     StateKey,
@@ -50,9 +38,20 @@ from fncore import (
     ToolCallNext,
     ToolResult,
     ToolResultPart,
-    ToolResultReady,
+)
+from fncore.errors import (
+    CallLimitExceeded,
+    CheckpointBusy,
+    CheckpointExpired,
+    CheckpointMismatch,
+    CheckpointNotFound,
+    DecisionConflict,
+    DecisionMissing,
+    DecisionNotAllowed,
+    SessionConflict,
     UnknownRequest,
 )
+from fncore.events import RoundFinished, RunCompleted, RunPaused, ToolResultReady
 from fncore.middleware import approve, limit_calls
 from fncore.testing import FunctionModel, tool_calls
 
@@ -275,7 +274,7 @@ async def test_bad_decisions_are_typed_errors_and_consume_nothing() -> None:
     assert isinstance(not_a_decision, DecisionNotAllowed)
     assert files.deleted == []
     run_ok(await agent.resume(cid, Approve()))
-    assert files.deleted == ["a.txt", "c.txt"]
+    assert sorted(files.deleted) == ["a.txt", "c.txt"]  # the two calls run concurrently
 
 
 async def test_unknown_expired_and_mismatched_checkpoints() -> None:
@@ -392,7 +391,7 @@ async def test_a_failed_resumed_reply_keeps_the_decision_and_the_tool_results() 
             return tool_calls(DELETE)
         if failures:
             failures.pop()
-            from fncore import ProviderUnavailable
+            from fncore.errors import ProviderUnavailable
 
             return ProviderUnavailable(message="down", provider="test")  # type: ignore[return-value]
         return "finished"

@@ -23,11 +23,9 @@ from fncore import (
     Outcome,
     Registry,
     RunContext,
-    RunEnd,
     RunNext,
     RunResult,
     Session,
-    SessionConflict,
     SessionError,
     SessionUpdate,
     StateKey,
@@ -35,6 +33,8 @@ from fncore import (
     ToolCallPart,
     ToolResultPart,
 )
+from fncore.errors import SessionConflict
+from fncore.events import RunEnd
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 TURNS = StateKey("turns", default=lambda: 0)

@@ -18,12 +18,14 @@ from fncore import (
     ModelResponse,
     Outcome,
     Registry,
-    RoundFinished,
-    RoundStarted,
-    RunCompleted,
     RunContext,
     RunNext,
     RunResult,
+)
+from fncore.events import (
+    RoundFinished,
+    RoundStarted,
+    RunCompleted,
     StreamEvent,
     TextDelta,
     ToolCallArgsDelta,

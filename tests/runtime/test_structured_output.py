@@ -16,21 +16,19 @@ from fncore import (
     Approve,
     ConfigError,
     ModelRequest,
-    OutputMissing,
-    OutputValidationFailed,
     RegistrationError,
     Registry,
-    RunCompleted,
     RunContext,
     RunNext,
     Terminate,
-    TextDelta,
     ToolCallContext,
     ToolCallNext,
     ToolResult,
     load_container,
 )
 from fncore.core import Outcome, RunResult
+from fncore.errors import OutputMissing, OutputValidationFailed
+from fncore.events import RunCompleted, TextDelta
 from fncore.middleware import approve
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 

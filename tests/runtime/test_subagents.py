@@ -15,7 +15,6 @@ from fncore import (
     Agent,
     AgentError,
     Approve,
-    CallLimitExceeded,
     Message,
     ModelCallContext,
     ModelCallNext,
@@ -26,18 +25,14 @@ from fncore import (
     Registry,
     RunOutcome,
     SqliteSessionStore,
-    SubagentCycle,
-    SubagentDepthExceeded,
-    SubagentEnd,
-    SubagentEvent,
-    SubagentStart,
-    TextDelta,
     ToolCallContext,
     ToolCallNext,
     ToolResult,
     ToolResultPart,
     Usage,
 )
+from fncore.errors import CallLimitExceeded, SubagentCycle, SubagentDepthExceeded
+from fncore.events import SubagentEnd, SubagentEvent, SubagentStart, TextDelta
 from fncore.middleware import approve, limit_calls
 from fncore.testing import FunctionModel, tool_calls
 
@@ -414,7 +409,7 @@ async def test_a_failing_agent_called_directly_raises() -> None:
 
 async def test_a_streamed_child_pause_surfaces_and_resumes_streaming() -> None:
     """The child's RunPaused reaches the stream tagged; a streamed resume finishes both."""
-    from fncore import RunPaused
+    from fncore.events import RunPaused
 
     files = Files()
     parent = Agent(lead_model("cleaner"), registry=Registry(), tools=[deleter(files).as_tool()])

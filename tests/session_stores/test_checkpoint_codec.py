@@ -22,7 +22,6 @@ from fncore import (
     Edit,
     Message,
     ModelSettings,
-    NotSerializable,
     Paused,
     PendingRequest,
     ReasoningPart,
@@ -31,14 +30,13 @@ from fncore import (
     Respond,
     ResumePoint,
     RunResult,
-    SessionSchemaTooNew,
-    SessionStoreCorrupt,
     TextPart,
     ToolCallPart,
     Usage,
 )
 from fncore.core import ALL_DECISIONS
 from fncore.core._result import StopReason
+from fncore.errors import NotSerializable, SessionSchemaTooNew, SessionStoreCorrupt
 from fncore.middleware import Repair, ToolCallPatch
 from fncore.session_stores._codec import (
     CHECKPOINT_FORMAT,

@@ -20,13 +20,14 @@ from conftest import StoreFactory
 
 from fncore import (
     Approve,
+    ChangeResult,
     Checkpoint,
     CheckpointChange,
     Message,
-    NotSerializable,
     RunResult,
     SessionUpdate,
 )
+from fncore.errors import NotSerializable
 
 LEASE = 60.0
 
@@ -121,20 +122,23 @@ async def test_a_done_checkpoint_is_never_claimed(store: Any, sid: str) -> None:
 async def test_a_change_applies_only_under_its_claim(store: Any, sid: str) -> None:
     """``ok`` under the claim; ``lost`` under another or one taken over (nothing written)."""
     held = await claimed(store, paused(sid), "first")
-    assert await store.change_checkpoint(CheckpointChange(decided(held, "x"), "x")) == "lost"
+    assert (
+        await store.change_checkpoint(CheckpointChange(decided(held, "x"), "x"))
+        is ChangeResult.LOST
+    )
     assert await store.load_checkpoint(held.id) == held
     step = decided(held, "first")
-    assert await store.change_checkpoint(CheckpointChange(step, "first")) == "ok"
+    assert await store.change_checkpoint(CheckpointChange(step, "first")) is ChangeResult.OK
     assert await store.load_checkpoint(held.id) == step
     later = step.claim_until + 1
     taken = await store.claim_checkpoint(held.id, "second", later + LEASE, later)
     assert taken.claim == "second"
     late = CheckpointChange(done(held), "first", turn(sid))
-    assert await store.change_checkpoint(late) == "lost"
+    assert await store.change_checkpoint(late) is ChangeResult.LOST
     assert await store.load_checkpoint(held.id) == taken
     assert await store.load(sid) is None
     missing = CheckpointChange(replace(step, id="no-such-checkpoint"), "first")
-    assert await store.change_checkpoint(missing) == "lost"
+    assert await store.change_checkpoint(missing) is ChangeResult.LOST
     assert await store.load_checkpoint("no-such-checkpoint") is None
 
 
@@ -142,7 +146,7 @@ async def test_a_change_commits_its_session_update_with_it(store: Any, sid: str)
     """The reply's end: the checkpoint is done and the session committed, together."""
     held = await claimed(store, paused(sid))
     change = CheckpointChange(done(held), "mine", turn(sid))
-    assert await store.change_checkpoint(change) == "ok"
+    assert await store.change_checkpoint(change) is ChangeResult.OK
     assert await store.load_checkpoint(held.id) == done(held)
     session = await store.load(sid)
     assert session is not None
@@ -156,7 +160,7 @@ async def test_a_session_that_moved_on_writes_neither(store: Any, sid: str) -> N
     elsewhere = await store.commit(SessionUpdate(sid, 0, 0, (Message.user("elsewhere"),)))
     follow = paused(sid, id="next")
     change = CheckpointChange(done(held), "mine", turn(sid), follow)
-    assert await store.change_checkpoint(change) == "conflict"
+    assert await store.change_checkpoint(change) is ChangeResult.CONFLICT
     assert await store.load_checkpoint(held.id) == held  # still claimed: release, retry
     assert await store.load(sid) == elsewhere
     assert await store.load_checkpoint("next") is None
@@ -168,7 +172,7 @@ async def test_a_lost_claim_writes_no_session_and_no_follow_up(store: Any, sid: 
     later = held.claim_until + 1
     await store.claim_checkpoint(held.id, "second", later + LEASE, later)
     change = CheckpointChange(done(held), "first", turn(sid), paused(sid, id="next"))
-    assert await store.change_checkpoint(change) == "lost"
+    assert await store.change_checkpoint(change) is ChangeResult.LOST
     assert await store.load(sid) is None
     assert await store.load_checkpoint("next") is None
 
@@ -177,8 +181,8 @@ async def test_a_follow_up_checkpoint_is_written_with_the_change(store: Any, sid
     """The resumed reply paused again: its checkpoint is done, the next one saved, at once."""
     held = await claimed(store, paused(sid))
     follow = paused(sid, id="next", state={"calls": [1, 2, 3]})
-    assert await store.change_checkpoint(CheckpointChange(done(held), "mine", follow=follow)) == (
-        "ok"
+    assert await store.change_checkpoint(CheckpointChange(done(held), "mine", follow=follow)) is (
+        ChangeResult.OK
     )
     assert await store.load_checkpoint(held.id) == done(held)
     assert await store.load_checkpoint("next") == follow
@@ -238,9 +242,9 @@ async def test_stores_on_one_database_share_claims_and_changes(
     other = b if winner is a else a
     held = replace(got[0], claim=winners[0])
     lost = CheckpointChange(done(held), "claim-x", turn(sid))
-    assert await other.change_checkpoint(lost) == "lost"
-    assert await winner.change_checkpoint(CheckpointChange(done(held), winners[0], turn(sid))) == (
-        "ok"
+    assert await other.change_checkpoint(lost) is ChangeResult.LOST
+    assert await winner.change_checkpoint(CheckpointChange(done(held), winners[0], turn(sid))) is (
+        ChangeResult.OK
     )
     assert await other.load_checkpoint(checkpoint.id) == done(held)
     session = await other.load(sid)

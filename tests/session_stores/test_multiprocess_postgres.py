@@ -18,7 +18,8 @@ APPEND = (
     PRELUDE
     + BARRIER
     + """
-from fncore import Agent, PostgresSessionStore, Registry, SessionConflict
+from fncore import Agent, PostgresSessionStore, Registry
+from fncore.errors import SessionConflict
 from fncore.testing import FunctionModel
 
 url, redis_url, turns, index = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]

@@ -14,16 +14,14 @@ from fncore import (
     Agent,
     ConfigError,
     Message,
-    NotASessionStore,
     PostgresSessionStore,
     Registry,
     SessionError,
-    SessionSchemaTooNew,
-    SessionStoreUnavailable,
     SessionUpdate,
     load_container,
     open_session_store,
 )
+from fncore.errors import NotASessionStore, SessionSchemaTooNew, SessionStoreUnavailable
 from fncore.session_stores import SCHEMA_VERSION
 from fncore.testing import TestModel
 

@@ -18,20 +18,18 @@ from fncore import (
     Approve,
     DataPart,
     Message,
-    NotSerializable,
     ReasoningPart,
     RegistrationError,
     Reject,
     RequireTool,
     Respond,
-    SessionSchemaTooNew,
-    SessionStoreCorrupt,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     Usage,
     register_state_type,
 )
+from fncore.errors import NotSerializable, SessionSchemaTooNew, SessionStoreCorrupt
 from fncore.middleware import Repair, ToolCallPatch
 from fncore.session_stores._codec import (
     decode_message,

@@ -20,7 +20,6 @@ from fncore import (
     Registry,
     Session,
     SessionCatalog,
-    SessionConflict,
     SessionInfo,
     SessionStore,
     SessionUpdate,
@@ -28,6 +27,7 @@ from fncore import (
     ToolResultPart,
     register_state_type,
 )
+from fncore.errors import SessionConflict
 from fncore.testing import FunctionModel, TestModel
 
 

@@ -161,3 +161,11 @@ def test_the_password_is_redacted_even_where_the_url_does_not_parse() -> None:
     assert redact_password("postgresql://a:b@[h/d") == "postgresql://a:[redacted]@[h/d"
     assert redact_password("postgresql://a:b/c@h/d") == "postgresql://a:[redacted]@h/d"
     assert redact_password("postgresql://h:5432/d?x=a@b") == "postgresql://h:5432/d?x=a@b"
+
+
+def test_the_memory_store_stands_with_the_other_session_stores() -> None:
+    """`fncore.session_stores` holds `InMemorySessionStore` beside SQLite and PostgreSQL."""
+    import fncore.session_stores
+
+    assert fncore.session_stores.InMemorySessionStore is InMemorySessionStore
+    assert type(fncore.session_stores.open_session_store("memory://")) is InMemorySessionStore

@@ -15,19 +15,21 @@ from returns.result import Failure, Success
 from fncore import (
     Agent,
     Message,
-    NotASessionStore,
-    NotSerializable,
     Outcome,
     Registry,
     SessionError,
-    SessionSchemaTooNew,
-    SessionStoreCorrupt,
-    SessionStoreUnavailable,
     SessionUpdate,
     SqliteSessionStore,
     StateKey,
     SystemPromptContext,
     register_state_type,
+)
+from fncore.errors import (
+    NotASessionStore,
+    NotSerializable,
+    SessionSchemaTooNew,
+    SessionStoreCorrupt,
+    SessionStoreUnavailable,
 )
 from fncore.session_stores import SCHEMA_VERSION
 from fncore.session_stores._sqlite import APPLICATION_ID

@@ -21,10 +21,9 @@ from fncore import (
     RunResult,
     ToolCallContext,
     ToolCallNext,
-    ToolEnd,
     ToolResult,
-    RunStart,
 )
+from fncore.events import RunStart, ToolEnd
 
 registry = Registry()
 

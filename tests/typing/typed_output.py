@@ -21,14 +21,13 @@ from fncore import (
     Approve,
     Container,
     Registry,
-    RunCompleted,
     RunOutcome,
     RunResult,
     RunStream,
-    TextDelta,
     cases,
     load_container,
 )
+from fncore.events import RunCompleted, TextDelta
 from fncore.testing import FunctionModel, TestModel
 
 

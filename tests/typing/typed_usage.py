@@ -38,12 +38,12 @@ from fncore import (
     Terminate,
     ToolCallContext,
     ToolCallNext,
-    ToolEnd,
     ToolResult,
     cases,
     load_container,
     recover,
 )
+from fncore.events import ToolEnd
 from fncore.testing import TestModel
 
 registry = Registry()

@@ -13,14 +13,12 @@ from anthropic_wire import (
 from fake_provider import FakeProvider, Reply, free_port
 from returns.result import Failure
 
-from fncore import (
+from fncore import Message, ModelError, ModelRequest
+from fncore.errors import (
     AuthenticationFailed,
     BadRequest,
     ConnectionFailed,
-    Message,
-    ModelError,
     ModelNotFound,
-    ModelRequest,
     ModelTimeout,
     PermissionDenied,
     ProviderUnavailable,

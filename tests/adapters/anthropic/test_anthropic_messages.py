@@ -23,7 +23,6 @@ from fake_provider import FakeProvider, Reply
 from returns.result import Failure, Success
 
 from fncore import (
-    BadRequest,
     DataPart,
     Message,
     ModelRequest,
@@ -38,6 +37,7 @@ from fncore import (
     ToolSpec,
     Usage,
 )
+from fncore.errors import BadRequest
 
 ADD = ToolSpec(
     "add",

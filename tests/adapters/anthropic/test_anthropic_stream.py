@@ -28,21 +28,21 @@ from fncore import (
     Message,
     ModelRequest,
     ModelResponse,
-    ProviderUnavailable,
-    RateLimited,
-    ReasoningDelta,
     ReasoningPart,
-    StreamInterrupted,
-    TextDelta,
     TextPart,
-    ToolCallArgsDelta,
     ToolCallPart,
-    ToolCallStarted,
     ToolSpec,
     Usage,
-    UsageReported,
 )
 from fncore.core import ResponseAssembler
+from fncore.errors import ProviderUnavailable, RateLimited, StreamInterrupted
+from fncore.events import (
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallStarted,
+    UsageReported,
+)
 
 REQUEST = ModelRequest(
     (Message.user("add 2 and 3"),),

@@ -31,7 +31,6 @@ from returns.result import Failure
 from support import ASSIGNED, IDS, add, call_map, follow_up, streamed_calls
 
 from fncore import (
-    BadRequest,
     DataPart,
     Message,
     ModelError,
@@ -40,19 +39,16 @@ from fncore import (
     ModelSettings,
     ReasoningPart,
     RequireTool,
-    StreamInterrupted,
-    TextDelta,
     TextPart,
     Tool,
-    ToolCallArgsDelta,
     ToolCallPart,
-    ToolCallStarted,
     ToolChoice,
     ToolResultPart,
     Usage,
-    UsageReported,
 )
 from fncore.core import ReasoningDelta, ResponseAssembler, ToolSpec
+from fncore.errors import BadRequest, StreamInterrupted
+from fncore.events import TextDelta, ToolCallArgsDelta, ToolCallStarted, UsageReported
 
 
 @pytest.fixture(autouse=True)

@@ -19,23 +19,21 @@ from openai_wire import (
 )
 from returns.result import Failure
 
-from fncore import (
+from fncore import Message, ModelError, ModelRequest
+from fncore.adapter import UnexpectedResponse
+from fncore.core import Model
+from fncore.errors import (
     AuthenticationFailed,
     BadRequest,
     ConnectionFailed,
-    Message,
-    ModelError,
     ModelNotFound,
-    ModelRequest,
     ModelTimeout,
     PermissionDenied,
     ProviderUnavailable,
     RateLimited,
     StreamInterrupted,
-    TextDelta,
 )
-from fncore.adapter import UnexpectedResponse
-from fncore.core import Model
+from fncore.events import TextDelta
 
 Factory = Callable[..., Any]
 KINDS = [pytest.param(chat_model, id="chat"), pytest.param(responses_model, id="responses")]

@@ -31,30 +31,30 @@ from returns.result import Failure
 from support import ASSIGNED, IDS, call_map, follow_up, streamed_calls
 
 from fncore import (
-    BadRequest,
     DataPart,
     Message,
     ModelError,
     ModelRequest,
     ModelResponse,
     ModelSettings,
-    RateLimited,
-    ReasoningDelta,
     ReasoningPart,
     RequireTool,
-    StreamInterrupted,
-    TextDelta,
     TextPart,
     Tool,
-    ToolCallArgsDelta,
     ToolCallPart,
-    ToolCallStarted,
     ToolChoice,
     ToolResultPart,
     Usage,
-    UsageReported,
 )
 from fncore.core import ProviderUnavailable
+from fncore.errors import BadRequest, RateLimited, StreamInterrupted
+from fncore.events import (
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallStarted,
+    UsageReported,
+)
 
 
 @pytest.fixture(autouse=True)

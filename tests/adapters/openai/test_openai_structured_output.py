@@ -22,8 +22,9 @@ from openai_wire import (
 )
 from pydantic import BaseModel
 
-from fncore import Agent, ModelSettings, OutputSchema, OutputValidationFailed, Registry
+from fncore import Agent, ModelSettings, OutputSchema, Registry
 from fncore.core import ModelRequest
+from fncore.errors import OutputValidationFailed
 
 
 @pytest.fixture(autouse=True)

@@ -57,7 +57,7 @@ from fncore.core import (
     Usage,
 )
 from fncore.core._result import StopReason
-from fncore.runtime._state_types import state_type, state_type_name
+from fncore.session_stores._state_types import state_type, state_type_name
 
 _D = TypeVar("_D")
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 import redis.asyncio
 
-from fncore import ConfigError, stores
-from fncore.stores import MemoryStore, RedisStore, SharedStore, open_store
+from fncore import ConfigError, shared_stores
+from fncore.shared_stores import MemoryStore, RedisStore, SharedStore, open_store
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -160,7 +160,7 @@ async def test_a_held_redis_lock_is_renewed_and_a_dead_holders_runs_out(
 ) -> None:
     """Held past its lease, a lock is still held; a process killed holding it lets it go."""
     # renewed every 0.8 s: a renewal may come 1.6 s late on a busy machine
-    monkeypatch.setattr(stores, "LEASE", 2.4)
+    monkeypatch.setattr(shared_stores, "LEASE", 2.4)
     first, second = RedisStore(redis_url), RedisStore(redis_url)
     raw = redis.asyncio.Redis.from_url(redis_url)
     try:
@@ -170,10 +170,10 @@ async def test_a_held_redis_lock_is_renewed_and_a_dead_holders_runs_out(
         assert await raw.exists("fncore:lock:turn") == 0  # released
         script = (
             "import asyncio, os, sys\n"
-            "from fncore import stores\n"
-            "stores.LEASE = 0.5\n"
+            "from fncore import shared_stores\n"
+            "shared_stores.LEASE = 0.5\n"
             "async def main():\n"
-            "    async with stores.RedisStore(sys.argv[1]).lock('turn'):\n"
+            "    async with shared_stores.RedisStore(sys.argv[1]).lock('turn'):\n"
             "        print('held', flush=True)\n"
             "        os._exit(0)\n"
             "asyncio.run(main())\n"
@@ -226,3 +226,17 @@ async def test_a_run_cancelled_as_it_gets_a_redis_lock_releases_it(
     finally:
         await raw.aclose()
         await store.aclose()
+
+
+def test_the_former_module_still_gives_the_same_stores() -> None:
+    """``fncore.stores``, the shared stores' former home, names the very same objects."""
+    from fncore import stores
+
+    for name in stores.__all__:
+        assert getattr(stores, name) is getattr(shared_stores, name), name
+    assert set(stores.__all__) == {"SharedStore", "MemoryStore", "RedisStore", "open_store"} | {
+        "DEFAULT_MAX_ENTRIES",
+        "LEASE",
+        "MAX_CONNECTIONS",
+    }
+    assert isinstance(stores.open_store("memory://"), shared_stores.MemoryStore)

@@ -1,79 +1,14 @@
-"""Session stores: where conversations live between runs."""
+"""`InMemorySessionStore`: sessions and checkpoints in a dict, for tests and demos."""
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
-from typing import Protocol, final, runtime_checkable
+from typing import final
 
 from fncore.core import ChangeResult, Checkpoint, CheckpointChange, Session, SessionUpdate
-
-
-class SessionStore(Protocol):
-    """Where sessions live. A run commits to its session only when it succeeds.
-
-    Commits are compare-and-set: a run loads a session at some version and commits an
-    update made against that version; if another run committed in between, the store
-    writes nothing and the run fails with `SessionConflict`. A store applies an update
-    whole or not at all.
-    """
-
-    async def load(self, session_id: str) -> Session | None:
-        """Return the session as last committed, or ``None`` if there is none yet."""
-        ...
-
-    async def commit(self, update: SessionUpdate) -> Session | None:
-        """Apply ``update`` if the session is still at ``update.version``, atomically.
-
-        Returns:
-            The session as stored now (version ``update.version + 1``), or ``None`` when the
-            session is at another version (a conflict), in which case nothing was written.
-        """
-        ...
-
-
-@runtime_checkable
-class CheckpointStore(Protocol):
-    """A session store that also keeps the checkpoints of paused runs.
-
-    A checkpoint is written once, when its run pauses. A resume then claims it (so two
-    resumes never run the same decision), and changes it only under that claim: once the
-    waiting calls ran (``decided``), and once the reply ended (``done``, in the same
-    transaction as the session commit, or as the next checkpoint when it paused again).
-    fncore's stores (memory, SQLite, PostgreSQL) all are checkpoint stores.
-    """
-
-    async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
-        """Write a new checkpoint (and forget the expired ones)."""
-        ...
-
-    async def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
-        """The checkpoint as stored, or ``None`` if there is none by this id."""
-        ...
-
-    async def claim_checkpoint(
-        self, checkpoint_id: str, claim: str, until: float, now: float
-    ) -> Checkpoint | None:
-        """Claim the checkpoint until ``until``, atomically, unless it is done or held.
-
-        It is held while someone else's claim has not lapsed (``claim_until`` after ``now``).
-
-        Returns:
-            The checkpoint as stored now (its ``claim`` is ``claim`` if the claim was
-            taken), or ``None`` if there is none.
-        """
-        ...
-
-    async def change_checkpoint(self, change: CheckpointChange) -> ChangeResult:
-        """Apply ``change`` whole, in one transaction, if its claim still holds.
-
-        Returns:
-            ``"ok"``; ``"lost"`` if the stored checkpoint no longer holds the claim; or
-            ``"conflict"`` if the change's session commit found the session moved on.
-            Nothing is written unless ``"ok"``.
-        """
-        ...
+from fncore.session_stores._protocols import SessionInfo
 
 
 @final
@@ -153,17 +88,17 @@ class InMemorySessionStore:
         target = change.checkpoint
         found = self._checkpoints.get(target.id)
         if found is None or found.claim != change.claim:
-            return "lost"
+            return ChangeResult.LOST
         update = change.session
         if update is not None:
             after = update.apply(self._sessions.get(update.session_id))
             if after is None:
-                return "conflict"
+                return ChangeResult.CONFLICT
             await self.commit(update)
         self._checkpoints[target.id] = _kept(target)
         if change.follow is not None:
             self._checkpoints[change.follow.id] = _kept(change.follow)
-        return "ok"
+        return ChangeResult.OK
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session stored, sorted by id."""
@@ -180,43 +115,3 @@ def _kept(checkpoint: Checkpoint) -> Checkpoint:
         session_state=MappingProxyType(copy.deepcopy(dict(checkpoint.session_state))),
         metadata=MappingProxyType(copy.deepcopy(dict(checkpoint.metadata))),
     )
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """What `SessionCatalog.list_sessions` tells about one session, without its messages.
-
-    Example:
-        >>> SessionInfo("ada", version=2, message_count=8)
-        SessionInfo(id='ada', version=2, message_count=8)
-    """
-
-    id: str
-    """The session's id."""
-    version: int
-    """How many runs have committed to it."""
-    message_count: int
-    """How many messages its history holds."""
-
-
-@runtime_checkable
-class SessionCatalog(SessionStore, Protocol):
-    """A `SessionStore` that can also list its sessions and delete one.
-
-    Every store fncore makes is one (`InMemorySessionStore`, `SqliteSessionStore`,
-    `PostgresSessionStore`); ``fncore sessions`` needs one. A store of your own needs only
-    `SessionStore`'s two methods to run agents; add these two to browse it too.
-
-    Example:
-        >>> isinstance(InMemorySessionStore(), SessionCatalog)
-        True
-    """
-
-    async def list_sessions(self) -> list[SessionInfo]:
-        """Every session stored, sorted by id."""
-        ...
-
-    async def delete(self, session_id: str) -> bool:
-        """Forget the session; ``False`` if there was none."""
-        ...
