@@ -11,15 +11,8 @@ arguments) is first put in a canonical form (`canonical`); a value with none is 
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import enum
 import hashlib
 import json
-from collections.abc import Mapping
-
-import pydantic_core
-from pydantic import BaseModel
 
 from fncore.core import (
     Message,
@@ -29,14 +22,21 @@ from fncore.core import (
     ToolResult,
     Usage,
 )
-from fncore.core._message_json import message_doc, part_from_doc, str_field
-
-VERSION = 1
-"""The version of the JSON form entries are kept in; another version is a miss."""
+from fncore.session_stores._json import (
+    canonical,
+    key_text,
+    message_doc,
+    part_from_doc,
+    str_field,
+)
 
 
 def _dumps(doc: object) -> bytes:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+VERSION = 1
+"""The version of the JSON form entries are kept in; another version is a miss."""
 
 
 def encode_response(response: ModelResponse) -> bytes:
@@ -101,82 +101,6 @@ def decode_result(data: bytes) -> ToolResult | None:
         return None
 
 
-class Unkeyable(TypeError):
-    """A request holds a value that has no canonical JSON form, so no key the same everywhere.
-
-    Example:
-        >>> str(Unkeyable("ModelSettings.extra['client']", object())).split(":")[0]
-        "ModelSettings.extra['client'] holds a value of type 'object', which has no canonical form"
-    """
-
-    def __init__(self, where: str, value: object) -> None:
-        super().__init__(
-            f"{where} holds a value of type {type(value).__qualname__!r}, which has no "
-            "canonical form: the cache cannot key the call on it; use JSON values there (or "
-            "sets, tuples, bytes, enums, dataclasses, pydantic models, dates, decimals, "
-            "UUIDs), or leave this call out of the cache"
-        )
-        self.where = where
-        """Where in the request the value is."""
-
-
-def _text(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def _type_name(kind: type) -> str:
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def canonical(value: object, where: str = "value") -> object:
-    """``value`` as JSON data that is the same in every process: what a cache key digests.
-
-    JSON values stay as they are (tuples become lists, as JSON writes them). The others
-    become objects tagged ``"$"``: a set or frozenset its items in the order of their JSON
-    text, bytes as base64, a mapping with keys that are not all strings (or that start with
-    ``$``) its pairs in the order of their keys' text, an enum its type and value, a
-    dataclass or pydantic model its type and fields, and what pydantic writes as JSON (dates,
-    times, decimals, UUIDs, paths, ...) its type and that JSON. Strings, integers and floats
-    of subclasses (a ``StrEnum`` member, an ``IntEnum`` one) are their plain values, as JSON
-    writes them.
-
-    Raises:
-        Unkeyable: for a value with no canonical form (``where`` says where it is).
-
-    Example:
-        >>> canonical({"tags": {"b", "a"}, "ids": (1, 2)})
-        {'tags': {'$': 'set', 'items': ['a', 'b']}, 'ids': [1, 2]}
-    """
-    if value is None or isinstance(value, (str, int, float)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [canonical(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, Mapping):
-        items = [(k, canonical(v, f"{where}[{k!r}]")) for k, v in value.items()]
-        if all(type(k) is str and not k.startswith("$") for k, _ in items):
-            return dict(items)
-        pairs = [[canonical(k, f"{where} key {k!r}"), v] for k, v in items]
-        return {"$": "map", "items": sorted(pairs, key=lambda pair: _text(pair[0]))}
-    if isinstance(value, (set, frozenset)):
-        members = [canonical(v, f"{where} item") for v in value]
-        return {"$": "set", "items": sorted(members, key=_text)}
-    if isinstance(value, (bytes, bytearray)):
-        return {"$": "bytes", "base64": base64.b64encode(value).decode("ascii")}
-    kind = type(value)
-    if isinstance(value, enum.Enum):
-        return {"$": _type_name(kind), "value": canonical(value.value, where)}
-    if dataclasses.is_dataclass(value):
-        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return {"$": _type_name(kind), "fields": canonical(fields, where)}
-    if isinstance(value, BaseModel):
-        return {"$": _type_name(kind), "fields": canonical(dict(value), where)}
-    try:
-        plain = pydantic_core.to_jsonable_python(value)
-    except pydantic_core.PydanticSerializationError:
-        raise Unkeyable(where, value) from None
-    return {"$": _type_name(kind), "value": canonical(plain, where)}
-
-
 def request_key(request: ModelRequest, model: str) -> str:
     """A digest of ``request`` to ``model``, normalised: equal requests, equal keys.
 
@@ -217,7 +141,7 @@ def request_key(request: ModelRequest, model: str) -> str:
     if output is not None:  # a typed answer is not a text one (and keys without stay as they were)
         schema = canonical(output.schema, "the output schema")
         doc["output"] = [output.name, schema, output.description, output.strict]
-    return hashlib.sha256(_text(doc).encode()).hexdigest()
+    return hashlib.sha256(key_text(doc).encode()).hexdigest()
 
 
 def tool_key(ctx: ToolCallContext) -> str:
@@ -233,4 +157,4 @@ def tool_key(ctx: ToolCallContext) -> str:
         canonical(spec.parameters, f"tool {spec.name!r}'s schema"),
         canonical(ctx.args.model_dump(), f"the arguments of {spec.name!r}"),
     ]
-    return hashlib.sha256(_text(doc).encode()).hexdigest()
+    return hashlib.sha256(key_text(doc).encode()).hexdigest()

@@ -54,7 +54,6 @@ from fncore.core import (
     Usage,
 )
 from fncore.middleware._cache_json import (
-    Unkeyable,
     decode_response,
     decode_result,
     encode_response,
@@ -65,6 +64,7 @@ from fncore.middleware._cache_json import (
 from fncore.middleware._errors import Seconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
+from fncore.session_stores._json import Unkeyable
 from fncore.shared_stores import SharedStore, open_store
 
 if TYPE_CHECKING:
