@@ -46,7 +46,7 @@ from fncore.core import (
     StateKey,
     Usage,
 )
-from fncore.middleware._errors import Seconds, checked
+from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import (
     Turn,

@@ -41,6 +41,7 @@ from fncore.core import (
     RunInfo,
     StateKey,
 )
+from fncore.middleware._checked import checked
 from fncore.middleware._compaction import (
     SUMMARY_HEADER,
     TokenCounter,
@@ -54,7 +55,6 @@ from fncore.middleware._compaction import (
     transcript,
     window,
 )
-from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 
 __all__ = ["SUMMARY_HEADER", "SUMMARY_PROMPT", "TokenCounter", "approximate_tokens", "compact"]

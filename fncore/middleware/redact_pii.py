@@ -43,7 +43,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._pii import BUILTIN, BUILTIN_NAMES, Builtin, Detector, Finder
 from fncore.middleware._place import place
 from fncore.middleware._redactor import PSEUDONYMS, Blocked, Pass, Rules, Strategy, Streamer

@@ -68,7 +68,7 @@ from fncore.core import (
     Usage,
 )
 from fncore.middleware import _genai as g
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._place import ORDER, place
 from fncore.runtime._subagent import children_usage
 
