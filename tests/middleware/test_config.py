@@ -78,6 +78,23 @@ def test_a_bad_entry_is_one_line_naming_it(entry: dict[str, Any], words: str) ->
     assert words in text
 
 
+def test_a_factory_that_validates_its_arguments_is_validated_once() -> None:
+    """Configuration leaves the validation to a factory that does its own, as built-ins do."""
+    import custom_factories
+
+    custom_factories.VALIDATIONS.clear()
+    container({"use": "custom_factories:validated_once", "times": "3"}).agent()
+    assert custom_factories.VALIDATIONS == [3]
+
+
+def test_a_wrong_value_a_factory_validates_itself_is_one_line() -> None:
+    """A factory's own validation of its arguments reads as configuration's own does."""
+    with pytest.raises(ConfigError) as info:
+        container({"use": "custom_factories:validated_once", "times": "x"}).agent()
+    assert "parameter 'times': Input should be a valid integer" in str(info.value)
+    assert "(parameters: times)" in str(info.value)
+
+
 def test_an_entry_without_use_is_a_config_error() -> None:
     """Every entry needs `use`: the settings say so at load time."""
     with pytest.raises(ConfigError, match=r"middleware\.0\.use"):
