@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, validate_call
+from pydantic import AfterValidator, BaseModel, Field, validate_call
 from returns.result import Success
 
 from fncore import Model, Outcome, Registry, SystemPromptContext
@@ -86,4 +86,21 @@ def _note(value: int) -> int:
 @validate_call
 def validated_once(times: Annotated[int, AfterValidator(_note)] = 1) -> Registry:
     """A factory that validates its own arguments, as the built-ins do (they are `checked`)."""
+    return Registry()
+
+
+class _Options(BaseModel):
+    """What `builds_options` builds from its argument."""
+
+    level: int
+
+
+def needs(text: str) -> Registry:
+    """A factory with a parameter that has no default."""
+    return Registry()
+
+
+def builds_options(level: str = "1") -> Registry:
+    """A factory that validates a model of its own from its argument."""
+    _Options(level=level)  # type: ignore[arg-type]
     return Registry()
