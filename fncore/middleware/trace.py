@@ -48,10 +48,10 @@ from fncore.core import (
 from fncore.middleware import _genai as g
 from fncore.middleware._checked import checked
 from fncore.middleware._place import ORDER, place
+from fncore.middleware._trace_call import CallSpan
 from fncore.middleware._trace_spans import SCOPE as SCOPE  # where it was defined before
 from fncore.middleware._trace_spans import (
     Attempt,
-    CallSpan,
     Clock,
     RunSpan,
     Spans,

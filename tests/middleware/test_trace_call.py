@@ -7,7 +7,7 @@ import inspect
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, Span
 
-from fncore.middleware._trace_spans import CallSpan
+from fncore.middleware._trace_call import CallSpan
 
 
 def test_the_stand_in_leaves_what_it_does_not_keep_to_the_api() -> None:
