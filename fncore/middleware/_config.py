@@ -2,7 +2,7 @@
 
 Each entry names a built-in (``use = "retry"``) or a factory of your own
 (``use = "package.module:factory"``); its other keys are the factory's keyword arguments,
-validated against the factory's signature before it is called. The entries are included in
+validated against the factory's signature as it is called. The entries are included in
 order, so the first is the outermost, and each built-in's declared place (its ordering
 hints, which find the other built-ins by what they are) still applies.
 """
@@ -14,9 +14,10 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pydantic import ConfigDict, ValidationError, create_model
+from pydantic import ValidationError
 
 from fncore.core import Model, RegistrationError, Registry
+from fncore.middleware._checked import checked
 from fncore.middleware._imports import import_function
 from fncore.settings import ConfigError
 
@@ -119,37 +120,44 @@ def _input_path(params: Mapping[str, Any], loc: tuple[int | str, ...]) -> list[s
     return path
 
 
-def _validated(factory: MiddlewareFactory, params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` checked and coerced against the factory's keyword parameters."""
-    signature = inspect.signature(factory)
-    hints = typing.get_type_hints(factory, include_extras=True)
-    fields: dict[str, Any] = {}
-    for parameter in signature.parameters.values():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            continue
-        default = ... if parameter.default is parameter.empty else parameter.default
-        fields[parameter.name] = (hints.get(parameter.name, Any), default)
-    checker = create_model(
-        f"{getattr(factory, '__name__', 'factory')}_parameters",
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-        **fields,
-    )
+_PROBLEMS = {
+    "unexpected_keyword_argument": "unknown parameter",
+    "missing_argument": "Field required",
+    "missing_keyword_only_argument": "Field required",
+}
+"""What configuration calls some of `validate_call`'s errors (``parameter 'x': ...``)."""
+
+
+def _called(factory: MiddlewareFactory, params: dict[str, Any]) -> object:
+    """What ``factory`` returns for ``params``, which it validates (once) and coerces.
+
+    A built-in validates its own arguments (`checked`); a factory of your own is made to.
+
+    Raises:
+        ConfigError: for an unknown or a wrong parameter (naming it), or a factory that
+            refuses its arguments (a ``ValueError`` or ``TypeError`` of its own).
+    """
     try:
-        checked = checker.model_validate(params)
+        call = checked(factory)
+        return call(**params)
     except ValidationError as exc:
+        if exc.title != getattr(call, "__qualname__", None):  # raised inside the factory
+            raise ConfigError(str(exc)) from None
         error = exc.errors(include_url=False)[0]
         key = ".".join(_input_path(params, error["loc"]))
-        problem = (
-            "unknown parameter"
-            if error["type"] == "extra_forbidden"
-            else error["msg"]
-            .removeprefix("Value error, ")
-            .replace("an instance of Sequence", "a list")
+        problem = _PROBLEMS.get(
+            error["type"],
+            error["msg"].removeprefix("Value error, ").replace("an instance of Sequence", "a list"),
         )
-        names = ", ".join(fields) or "none"
-        msg = f"parameter {key!r}: {problem} (parameters: {names})"
+        names = ", ".join(
+            p.name
+            for p in inspect.signature(factory).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        )
+        msg = f"parameter {key!r}: {problem} (parameters: {names or 'none'})"
         raise ConfigError(msg) from None
-    return {name: getattr(checked, name) for name in params}
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def build_middleware(
@@ -173,11 +181,7 @@ def build_middleware(
             factory = load_factory(use)
             hints = typing.get_type_hints(factory, include_extras=True)
             params = _with_models(factory, hints, params, resolve_model)
-            arguments = _validated(factory, params)
-            try:
-                registry: object = factory(**arguments)
-            except (ValueError, TypeError) as exc:
-                raise ConfigError(str(exc)) from None
+            registry = _called(factory, params)
             if not isinstance(registry, Registry):
                 msg = f"the factory returned {type(registry).__name__}, not a Registry"
                 raise ConfigError(msg)

@@ -39,7 +39,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._imports import import_function
 from fncore.middleware._place import place
 

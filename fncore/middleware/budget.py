@@ -46,7 +46,7 @@ from fncore.core import (
     StateKey,
     Usage,
 )
-from fncore.middleware._errors import Seconds, checked
+from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import (
     Turn,
@@ -203,6 +203,130 @@ def _exceeded(budget: _Budget, spent: float, name: str) -> BudgetExceeded:
     )
 
 
+def _configured(
+    name: str,
+    amounts: tuple[tuple[str, Meter, Scope, float | None], ...],
+    priced: bool,
+    session_spend: Literal["state", "store"],
+) -> tuple[_Budget, ...]:
+    """The budgets ``amounts`` sets (``None``: not set), each under its own key.
+
+    Raises:
+        ValueError: for no budget at all, a cost budget without prices (``priced``), prices
+            without a cost budget, or ``session_spend="store"`` without a session budget.
+    """
+    budgets = tuple(
+        _Budget(
+            limit, meter, scope, allowed, StateKey(f"{name}.{limit}", default=float, shared=True)
+        )
+        for limit, meter, scope, allowed in amounts
+        if allowed is not None
+    )
+    if not budgets:
+        msg = "budget needs a budget: set tokens_per_reply, cost_per_reply, ..."
+        raise ValueError(msg)
+    costs = [b.limit for b in budgets if b.meter == "cost"]
+    if costs and not priced:
+        msg = (
+            f"budget: {costs[0]} needs prices per model, e.g. "
+            'prices = { "gpt-4.1-mini" = { input = 0.4, output = 1.6 } }'
+        )
+        raise ValueError(msg)
+    if priced and not costs:
+        msg = "budget: prices are only used by a cost budget: set cost_per_reply, ..."
+        raise ValueError(msg)
+    if session_spend == "store" and not any(b.scope == "session" for b in budgets):
+        msg = (
+            "budget: session_spend='store' counts per-session budgets only: set "
+            "tokens_per_session or cost_per_session, or drop session_spend"
+        )
+        raise ValueError(msg)
+    return budgets
+
+
+@dataclass(frozen=True, slots=True)
+class _Turns:
+    """A session's rounds taking turns (``session_spend="store"`` with ``exit="error"``)."""
+
+    turn: Turn
+
+    async def take_turns(
+        self, ctx: ReasoningContext, call_next: ReasoningNext
+    ) -> Outcome[ModelResponse]:
+        """At ``reasoning``: run the round in its session's turn."""
+        async with self.turn(ctx.run):
+            return await call_next(ctx)
+
+
+class _Spender:
+    """One configured `budget`'s middleware, as methods: what each position does.
+
+    Args:
+        books: Where each budget counts.
+        weights: How much an input and an output token count.
+        prices: Per model name, what it costs (empty: no cost budget).
+        refuse: Whether a call is refused once a budget is spent (``exit="error"``).
+        name: The middleware's name, for errors.
+    """
+
+    __slots__ = ("books", "input_weight", "name", "output_weight", "prices", "refuse")
+
+    def __init__(
+        self,
+        books: _Books,
+        weights: tuple[float, float],
+        prices: Mapping[str, Price],
+        refuse: bool,
+        name: str,
+    ) -> None:
+        self.books = books
+        self.input_weight, self.output_weight = weights
+        self.prices = prices
+        self.refuse = refuse
+        self.name = name
+
+    async def verdict(self, ctx: ReasoningContext) -> Verdict:
+        """Before a round (``exit="end"``): go on, make it the last, or stop."""
+        if await self.books.over(ctx.run) is None:
+            return "go"
+        # spent before the reply started: it has nothing to wrap up
+        return "stop" if ctx.round == 1 else "last"
+
+    async def spend_budget(
+        self, ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
+        """At ``model_call``: spend what the call's answer used (refuse it when spent)."""
+        run = ctx.run
+        prices = self.prices
+        requested = ctx.model.name
+        if prices and requested not in prices:
+            known = ", ".join(sorted(prices))
+            return Failure(
+                MiddlewareError(
+                    message=(
+                        f"no price for model {requested!r} (priced: {known}): add it to "
+                        "prices, or its cost could not be counted; nothing was sent"
+                    ),
+                    position="model_call",
+                    middleware=self.name,
+                )
+            )
+        if self.refuse:
+            over = await self.books.over(run)
+            if over is not None:
+                return Failure(_exceeded(*over, self.name))
+        outcome = await call_next(ctx)
+        if type(outcome) is Success:
+            response = outcome.unwrap()
+            usage = response.usage
+            tokens = (
+                self.input_weight * usage.input_tokens + self.output_weight * usage.output_tokens
+            )
+            price = _price(prices, response.model_name, requested)
+            await self.books.spend(run, tokens, 0.0 if price is None else price.cost(usage))
+        return outcome
+
+
 @checked
 def budget(
     *,
@@ -277,36 +401,11 @@ def budget(
         ("cost_per_session", "cost", "session", cost_per_session),
         ("cost_per_tenant", "cost", "shared", cost_per_tenant),
     )
-    budgets = tuple(
-        _Budget(
-            limit, meter, scope, allowed, StateKey(f"{name}.{limit}", default=float, shared=True)
-        )
-        for limit, meter, scope, allowed in amounts
-        if allowed is not None
-    )
-    if not budgets:
-        msg = "budget needs a budget: set tokens_per_reply, cost_per_reply, ..."
-        raise ValueError(msg)
-    costs = [b.limit for b in budgets if b.meter == "cost"]
-    if costs and not prices:
-        msg = (
-            f"budget: {costs[0]} needs prices per model, e.g. "
-            'prices = { "gpt-4.1-mini" = { input = 0.4, output = 1.6 } }'
-        )
-        raise ValueError(msg)
-    if prices and not costs:
-        msg = "budget: prices are only used by a cost budget: set cost_per_reply, ..."
-        raise ValueError(msg)
-    session = [b.limit for b in budgets if b.scope == "session"]
-    if session_spend == "store" and not session:
-        msg = (
-            "budget: session_spend='store' counts per-session budgets only: set "
-            "tokens_per_session or cost_per_session, or drop session_spend"
-        )
-        raise ValueError(msg)
+    budgets = _configured(name, amounts, bool(prices), session_spend)
     registry = Registry()
     in_store = ("shared", "session") if session_spend == "store" else ("shared",)
     stored = tuple(b for b in budgets if b.scope in in_store)
+    session = [b.limit for b in budgets if b.scope == "session"]
     shared = [b.limit for b in budgets if b.scope == "shared"]
     if session or shared:
         require_scopes(
@@ -320,72 +419,15 @@ def budget(
     # Per-session spending in the store: a session's rounds take turns, in every process,
     # so the check before each round sees what every earlier round spent.
     turn = None if kept is None or session_spend == "state" else session_turns(kept, name)
+    spender = _Spender(books, (input_weight, output_weight), prices or {}, exit == "error", name)
+    where = place("budget")
     if exit == "end":
-
-        async def verdict(ctx: ReasoningContext) -> Verdict:
-            if await books.over(ctx.run) is None:
-                return "go"
-            # spent before the reply started: it has nothing to wrap up
-            return "stop" if ctx.round == 1 else "last"
-
-        register_last_round(registry, "budget", name, verdict, hint, message, turn)
+        register_last_round(registry, "budget", name, spender.verdict, hint, message, turn)
     elif turn is not None:
-        _register_turn(registry, name, turn)
-    weights = (input_weight, output_weight)
-    _register_spending(registry, books, weights, prices or {}, exit == "error", name)
+        registry.on("reasoning", name=name, **where)(_Turns(turn).take_turns)
+    registry.on("model_call", name=name, **where)(spender.spend_budget)
     return registry
-
-
-def _register_turn(registry: Registry, name: str, turn: Turn) -> None:
-    """Register a ``reasoning`` middleware that runs each round in its session's turn."""
-
-    @registry.on("reasoning", name=name, **place("budget"))
-    async def take_turns(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
-        async with turn(ctx.run):
-            return await call_next(ctx)
 
 
 def _price(prices: Mapping[str, Price], *names: str) -> Price | None:
     return next((prices[n] for n in names if n in prices), None)
-
-
-def _register_spending(
-    registry: Registry,
-    books: _Books,
-    weights: tuple[float, float],
-    prices: Mapping[str, Price],
-    refuse: bool,
-    name: str,
-) -> None:
-    input_weight, output_weight = weights
-
-    @registry.on("model_call", name=name, **place("budget"))
-    async def spend_budget(
-        ctx: ModelCallContext, call_next: ModelCallNext
-    ) -> Outcome[ModelResponse]:
-        run = ctx.run
-        requested = ctx.model.name
-        if prices and requested not in prices:
-            known = ", ".join(sorted(prices))
-            return Failure(
-                MiddlewareError(
-                    message=(
-                        f"no price for model {requested!r} (priced: {known}): add it to "
-                        "prices, or its cost could not be counted; nothing was sent"
-                    ),
-                    position="model_call",
-                    middleware=name,
-                )
-            )
-        if refuse:
-            over = await books.over(run)
-            if over is not None:
-                return Failure(_exceeded(*over, name))
-        outcome = await call_next(ctx)
-        if type(outcome) is Success:
-            response = outcome.unwrap()
-            usage = response.usage
-            tokens = input_weight * usage.input_tokens + output_weight * usage.output_tokens
-            price = _price(prices, response.model_name, requested)
-            await books.spend(run, tokens, 0.0 if price is None else price.cost(usage))
-        return outcome

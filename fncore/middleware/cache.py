@@ -61,7 +61,7 @@ from fncore.middleware._cache_json import (
     request_key,
     tool_key,
 )
-from fncore.middleware._errors import Seconds, checked
+from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.session_stores._json import Unkeyable

@@ -37,7 +37,7 @@ from fncore.core import (
     Outcome,
     Registry,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._genai import provider_of
 from fncore.middleware._place import place
 

@@ -41,6 +41,7 @@ from fncore.core import (
     RunInfo,
     StateKey,
 )
+from fncore.middleware._checked import checked
 from fncore.middleware._compaction import (
     SUMMARY_HEADER,
     TokenCounter,
@@ -54,7 +55,6 @@ from fncore.middleware._compaction import (
     transcript,
     window,
 )
-from fncore.middleware._errors import checked
 from fncore.middleware._place import place
 
 __all__ = ["SUMMARY_HEADER", "SUMMARY_PROMPT", "TokenCounter", "approximate_tokens", "compact"]
@@ -106,7 +106,7 @@ def _memo_key(name: str) -> StateKey[_Memo | None]:
 
 
 class _Compactor:
-    """One configured `compact`: the trigger and the strategies (no state of its own)."""
+    """One configured `compact`: the trigger, the strategies and its middleware (no state)."""
 
     __slots__ = (
         "count",
@@ -262,6 +262,33 @@ class _Compactor:
         summary = (Message.user(f"{SUMMARY_HEADER}\n{text}"),)
         return Success((*flatten(parts[:head]), *summary, *flatten(parts[cut:])))
 
+    async def compact_history(
+        self, ctx: CompressContext, call_next: CompressNext
+    ) -> Outcome[tuple[Message, ...]]:
+        """At ``compress_context`` (``apply="history"``): the history, compacted."""
+        compacted = await self(ctx.messages, ctx.instructions, ctx.run)
+        if type(compacted) is Failure:
+            return compacted
+        messages = compacted.unwrap()
+        if messages is ctx.messages:
+            return await call_next(ctx)
+        return await call_next(replace(ctx, messages=messages))
+
+    async def compact_request(
+        self, ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
+        """At ``model_call`` (``apply="request"``): the request's messages, compacted."""
+        if ctx.run.calling is not None:
+            return await call_next(ctx)
+        request = ctx.request
+        compacted = await self(request.messages, request.instructions, ctx.run)
+        if type(compacted) is Failure:
+            return compacted
+        messages = compacted.unwrap()
+        if messages is not request.messages:
+            ctx = replace(ctx, request=replace(request, messages=messages))
+        return await call_next(ctx)
+
     @staticmethod
     def _recall(memo: _Memo, messages: tuple[Message, ...], covered: int) -> tuple[str, int] | None:
         """The remembered summary and how many messages it covers, if it fits ``messages``."""
@@ -359,14 +386,9 @@ def compact(
             f"most once, and at least one; got {list(chosen)}"
         )
         raise ValueError(msg)
-    if max_tokens is None and max_messages is None and max_fraction is None:
-        max_fraction = DEFAULT_FRACTION
-    limits = [t for t in (max_tokens,) if t is not None]
-    if max_fraction is not None:
-        limits.append(int(max_fraction * context_window))
     compactor = _Compactor(
         strategies=chosen,
-        max_tokens=min(limits) if limits else None,
+        max_tokens=_token_trigger(max_tokens, max_messages, max_fraction, context_window),
         max_messages=max_messages,
         keep=keep,
         keep_first=keep_first,
@@ -381,34 +403,26 @@ def compact(
     )
     registry = Registry()
     if apply == "history":
-
-        async def compact_history(
-            ctx: CompressContext, call_next: CompressNext
-        ) -> Outcome[tuple[Message, ...]]:
-            compacted = await compactor(ctx.messages, ctx.instructions, ctx.run)
-            if type(compacted) is Failure:
-                return compacted
-            messages = compacted.unwrap()
-            if messages is ctx.messages:
-                return await call_next(ctx)
-            return await call_next(replace(ctx, messages=messages))
-
-        registry.on("compress_context", name=name, **place("compact"))(compact_history)
+        registry.on("compress_context", name=name, **place("compact"))(compactor.compact_history)
     else:
-
-        async def compact_request(
-            ctx: ModelCallContext, call_next: ModelCallNext
-        ) -> Outcome[ModelResponse]:
-            if ctx.run.calling is not None:
-                return await call_next(ctx)
-            request = ctx.request
-            compacted = await compactor(request.messages, request.instructions, ctx.run)
-            if type(compacted) is Failure:
-                return compacted
-            messages = compacted.unwrap()
-            if messages is not request.messages:
-                ctx = replace(ctx, request=replace(request, messages=messages))
-            return await call_next(ctx)
-
-        registry.on("model_call", name=name, **place("compact"))(compact_request)
+        registry.on("model_call", name=name, **place("compact"))(compactor.compact_request)
     return registry
+
+
+def _token_trigger(
+    max_tokens: int | None,
+    max_messages: int | None,
+    max_fraction: float | None,
+    context_window: int,
+) -> int | None:
+    """The most tokens a history may have: the lower of ``max_tokens`` and ``max_fraction``.
+
+    With no trigger set at all, `DEFAULT_FRACTION` of ``context_window``; with only
+    ``max_messages``, ``None`` (tokens are not counted).
+    """
+    if max_tokens is None and max_messages is None and max_fraction is None:
+        max_fraction = DEFAULT_FRACTION
+    limits = [t for t in (max_tokens,) if t is not None]
+    if max_fraction is not None:
+        limits.append(int(max_fraction * context_window))
+    return min(limits) if limits else None

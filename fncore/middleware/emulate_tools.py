@@ -32,7 +32,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 
 __all__ = ["emulate_tools"]

@@ -36,7 +36,9 @@ from fncore.core import (
     RunInfo,
     StateKey,
 )
-from fncore.middleware._errors import Emitted, checked, retryable, when
+from fncore.middleware._checked import checked
+from fncore.middleware._emitted import Emitted
+from fncore.middleware._matching import retryable, when
 from fncore.middleware._place import place
 
 __all__ = ["answered_by", "fallback"]

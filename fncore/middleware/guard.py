@@ -42,7 +42,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import Seconds, checked
+from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._guard_stream import Gate
 from fncore.middleware._guardrails import (
     MESSAGE,

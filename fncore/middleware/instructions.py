@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from returns.result import Failure, Success
 
 from fncore.core import AgentError, Outcome, Registry, SystemPromptContext
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._imports import import_function
 from fncore.middleware._place import place
 

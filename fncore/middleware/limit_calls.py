@@ -45,7 +45,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import Verdict, register_last_round, require_scopes, session_turns
 from fncore.shared_stores import SharedStore, open_store

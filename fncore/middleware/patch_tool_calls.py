@@ -51,7 +51,7 @@ from fncore.core import (
     StateKey,
     ToolCallPart,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 from fncore.runtime import register_state_type
 

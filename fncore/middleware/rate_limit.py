@@ -43,7 +43,7 @@ from fncore.core import (
     ToolCallPart,
     ToolResultPart,
 )
-from fncore.middleware._errors import SomeSeconds, checked
+from fncore.middleware._checked import SomeSeconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.shared_stores import MAX_CONNECTIONS

@@ -43,7 +43,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._pii import BUILTIN, BUILTIN_NAMES, Builtin, Detector, Finder
 from fncore.middleware._place import place
 from fncore.middleware._redactor import PSEUDONYMS, Blocked, Pass, Rules, Strategy, Streamer
@@ -177,6 +177,113 @@ class _Stream:
             self.blocked = exc.label
 
 
+class _Redaction:
+    """One configured `redact_pii`: its middleware at each position, as methods.
+
+    It keeps nothing per run: the pseudonyms live in the session's state (`PSEUDONYMS`).
+
+    Args:
+        rules: The detectors and what each does with a value found.
+        block_with: Under ``block``, fail with `PIIBlocked` or terminate.
+        block_message: The answer of a run that ``block`` terminates.
+        window: How many characters of streamed text are held back, at least.
+        name: The middleware's name, for errors.
+    """
+
+    __slots__ = ("block_message", "block_with", "keeps", "name", "rules", "window")
+
+    def __init__(
+        self,
+        rules: Rules,
+        block_with: Literal["error", "terminate"],
+        block_message: str,
+        window: int,
+        name: str,
+    ) -> None:
+        self.rules = rules
+        self.keeps = rules.pseudonymizes
+        self.block_with = block_with
+        self.block_message = block_message
+        self.window = window
+        self.name = name
+
+    def blocked(self, label: str, found_in: str, position: Position) -> Failure[Halt]:
+        """How a run ends when ``label``, which is blocked, was found in ``found_in``."""
+        if self.block_with == "terminate":
+            return Failure(Terminate(self.block_message.replace("{label}", label)))
+        message = f"found {label} in the {found_in}, and {label} is blocked"
+        return Failure(
+            PIIBlocked(
+                message=message,
+                position=position,
+                middleware=self.name,
+                label=label,
+                found_in=found_in,
+            )
+        )
+
+    def pseudonyms(self, run: RunInfo) -> dict[str, str] | None:
+        """The session's pseudonyms, if any detector pseudonymizes."""
+        return run.session_state.get(PSEUDONYMS) if self.keeps else None
+
+    async def redact_call(
+        self, ctx: ModelCallContext, call_next: ModelCallNext
+    ) -> Outcome[ModelResponse]:
+        """At ``model_call``: the request on its way in, the answer and stream on the way out."""
+        rules = self.rules
+        kept = self.pseudonyms(ctx.run)
+        try:
+            request = rules.inward(kept).request(ctx.request)
+        except Blocked as exc:
+            return self.blocked(exc.label, "request", "model_call")
+        if request is not ctx.request:
+            ctx = dataclasses.replace(ctx, request=request)
+        outward = rules.outward(kept)
+        arguments = rules.outward(kept, restore=False)
+        emit = ctx.run.emit
+        stream = None
+        if emit is not None:
+            stream = _Stream(outward, arguments, self.window, emit)
+            ctx = ctx.map_events(stream)
+        outcome = await call_next(ctx)
+        if stream is not None:
+            stream.close()
+            if stream.blocked is not None:
+                return self.blocked(stream.blocked, "stream", "model_call")
+        if type(outcome) is not Success:
+            return outcome
+        try:
+            return Success(outward.response(outcome.unwrap(), arguments))
+        except Blocked as exc:
+            return self.blocked(exc.label, "answer", "model_call")
+
+    async def redact_tool(
+        self, ctx: ToolCallContext, call_next: ToolCallNext
+    ) -> Outcome[ToolResult]:
+        """At ``tool_call``: the arguments before the tool runs, its result after."""
+        rules = self.rules
+        kept = self.pseudonyms(ctx.run)
+        try:
+            given = ctx.args.model_dump()
+            args = rules.outward(kept).data(given)
+        except Blocked as exc:
+            return self.blocked(exc.label, "tool arguments", "tool_call")
+        if args is not given:
+            changed = {k: v for k, v in args.items() if v is not given[k]}  # type: ignore[attr-defined]
+            ctx = ctx.with_args(**changed)
+        outcome = await call_next(ctx)
+        if type(outcome) is not Success:
+            return outcome
+        result: ToolResult = outcome.unwrap()
+        try:
+            content = rules.inward(kept).text(result.content)
+        except Blocked as exc:
+            return self.blocked(exc.label, "tool result", "tool_call")
+        if content == result.content:
+            return outcome
+        return Success(dataclasses.replace(result, content=content))
+
+
 @checked
 def redact_pii(
     *,
@@ -233,74 +340,9 @@ def redact_pii(
     if not rules.detectors:
         msg = "redact_pii has nothing to find: keep some detectors, or add custom ones"
         raise ValueError(msg)
-    keeps = rules.pseudonymizes
+    redaction = _Redaction(rules, block_with, block_message, window, name)
     registry = Registry()
     where = place("redact_pii")
-
-    def blocked(label: str, found_in: str, position: Position) -> Failure[Halt]:
-        if block_with == "terminate":
-            return Failure(Terminate(block_message.replace("{label}", label)))
-        message = f"found {label} in the {found_in}, and {label} is blocked"
-        return Failure(
-            PIIBlocked(
-                message=message, position=position, middleware=name, label=label, found_in=found_in
-            )
-        )
-
-    def pseudonyms(run: RunInfo) -> dict[str, str] | None:
-        return run.session_state.get(PSEUDONYMS) if keeps else None
-
-    @registry.on("model_call", name=name, **where)
-    async def redact_call(
-        ctx: ModelCallContext, call_next: ModelCallNext
-    ) -> Outcome[ModelResponse]:
-        kept = pseudonyms(ctx.run)
-        try:
-            request = rules.inward(kept).request(ctx.request)
-        except Blocked as exc:
-            return blocked(exc.label, "request", "model_call")
-        if request is not ctx.request:
-            ctx = dataclasses.replace(ctx, request=request)
-        outward = rules.outward(kept)
-        arguments = rules.outward(kept, restore=False)
-        emit = ctx.run.emit
-        stream = None
-        if emit is not None:
-            stream = _Stream(outward, arguments, window, emit)
-            ctx = ctx.map_events(stream)
-        outcome = await call_next(ctx)
-        if stream is not None:
-            stream.close()
-            if stream.blocked is not None:
-                return blocked(stream.blocked, "stream", "model_call")
-        if type(outcome) is not Success:
-            return outcome
-        try:
-            return Success(outward.response(outcome.unwrap(), arguments))
-        except Blocked as exc:
-            return blocked(exc.label, "answer", "model_call")
-
-    @registry.on("tool_call", name=name, **where)
-    async def redact_tool(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
-        kept = pseudonyms(ctx.run)
-        try:
-            given = ctx.args.model_dump()
-            args = rules.outward(kept).data(given)
-        except Blocked as exc:
-            return blocked(exc.label, "tool arguments", "tool_call")
-        if args is not given:
-            changed = {k: v for k, v in args.items() if v is not given[k]}  # type: ignore[attr-defined]
-            ctx = ctx.with_args(**changed)
-        outcome = await call_next(ctx)
-        if type(outcome) is not Success:
-            return outcome
-        result: ToolResult = outcome.unwrap()
-        try:
-            content = rules.inward(kept).text(result.content)
-        except Blocked as exc:
-            return blocked(exc.label, "tool result", "tool_call")
-        if content == result.content:
-            return outcome
-        return Success(dataclasses.replace(result, content=content))
-
+    registry.on("model_call", name=name, **where)(redaction.redact_call)
+    registry.on("tool_call", name=name, **where)(redaction.redact_tool)
     return registry

@@ -59,7 +59,7 @@ from fncore.core import (
     ToolResultPart,
     open_calls,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 from fncore.middleware.fallback import _SIGNED_BY, _digest, _origin, _signed
 from fncore.runtime import register_state_type

@@ -43,7 +43,9 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import Emitted, Seconds, SomeSeconds, checked, retryable, when
+from fncore.middleware._checked import Seconds, SomeSeconds, checked
+from fncore.middleware._emitted import Emitted
+from fncore.middleware._matching import retryable, when
 from fncore.middleware._place import place
 
 __all__ = ["retry", "retry_tools"]

@@ -38,7 +38,7 @@ from fncore.core import (
     StateKey,
     ToolSpec,
 )
-from fncore.middleware._errors import checked
+from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 
 __all__ = ["select_tools"]

@@ -33,7 +33,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
-from fncore.middleware._errors import Seconds, checked
+from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._place import place
 
 __all__ = ["timeout"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, BaseModel, Field, validate_call
 from returns.result import Success
 
 from fncore import Model, Outcome, Registry, SystemPromptContext
@@ -72,3 +72,35 @@ def owning(name: str = "pool") -> Registry:
     registry = Registry()
     registry.own(Resource(name))
     return registry
+
+
+VALIDATIONS: list[int] = []
+"""Each value `validated_once`'s parameter was validated as."""
+
+
+def _note(value: int) -> int:
+    VALIDATIONS.append(value)
+    return value
+
+
+@validate_call
+def validated_once(times: Annotated[int, AfterValidator(_note)] = 1) -> Registry:
+    """A factory that validates its own arguments, as the built-ins do (they are `checked`)."""
+    return Registry()
+
+
+class _Options(BaseModel):
+    """What `builds_options` builds from its argument."""
+
+    level: int
+
+
+def needs(text: str) -> Registry:
+    """A factory with a parameter that has no default."""
+    return Registry()
+
+
+def builds_options(level: str = "1") -> Registry:
+    """A factory that validates a model of its own from its argument."""
+    _Options(level=level)  # type: ignore[arg-type]
+    return Registry()

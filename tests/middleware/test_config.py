@@ -66,6 +66,7 @@ async def test_entries_keep_their_order_the_first_outermost() -> None:
         ({"use": "retry", "on": 5}, "parameter 'on': Input should be a list"),
         ({"use": "retry", "on": ["ok", 5]}, "parameter 'on.1': Input should be a valid string"),
         ({"use": "budget", "prices": {"m": {"input": "a"}}}, "parameter 'prices.m.input':"),
+        ({"use": "custom_factories:needs"}, "parameter 'text': Field required"),
     ],
 )
 def test_a_bad_entry_is_one_line_naming_it(entry: dict[str, Any], words: str) -> None:
@@ -76,6 +77,31 @@ def test_a_bad_entry_is_one_line_naming_it(entry: dict[str, Any], words: str) ->
     assert "\n" not in text
     assert text.startswith(f"config key 'middleware[1]' (use = {entry['use']!r}): ")
     assert words in text
+
+
+def test_a_factory_that_validates_its_arguments_is_validated_once() -> None:
+    """Configuration leaves the validation to a factory that does its own, as built-ins do."""
+    import custom_factories
+
+    custom_factories.VALIDATIONS.clear()
+    container({"use": "custom_factories:validated_once", "times": "3"}).agent()
+    assert custom_factories.VALIDATIONS == [3]
+
+
+def test_a_wrong_value_a_factory_validates_itself_is_one_line() -> None:
+    """A factory's own validation of its arguments reads as configuration's own does."""
+    with pytest.raises(ConfigError) as info:
+        container({"use": "custom_factories:validated_once", "times": "x"}).agent()
+    assert "parameter 'times': Input should be a valid integer" in str(info.value)
+    assert "(parameters: times)" in str(info.value)
+
+
+def test_a_validation_error_inside_a_factory_is_not_taken_for_a_parameter_s() -> None:
+    """What a factory validates of its own (a model it builds) is its error, as it says it."""
+    with pytest.raises(ConfigError) as info:
+        container({"use": "custom_factories:builds_options", "level": "high"}).agent()
+    assert "validation error for _Options" in str(info.value)
+    assert "parameter 'level'" not in str(info.value)
 
 
 def test_an_entry_without_use_is_a_config_error() -> None:

@@ -1,4 +1,4 @@
-"""What `retry`, `retry_tools` and `fallback` share: which outcomes they act on.
+"""What `retry`, `retry_tools` and `fallback` share: which outcomes they act on (``on=``).
 
 In configuration, ``on = [...]`` names the errors a built-in acts on: error types by their
 class name (``"RateLimited"``; a name covers its subclasses, so ``"ModelError"`` covers
@@ -10,27 +10,11 @@ be a function of the error.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import TypeVar
 
-from pydantic import ConfigDict, Field, validate_call
-
-from fncore.core import AgentError, ModelError, StreamEvent
-from fncore.core._checks import Seconds as Seconds  # the one definition, for the built-ins
+from fncore.core import AgentError, ModelError
 
 _S = TypeVar("_S")
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-SomeSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-"""Zero or more seconds, finite."""
-
-
-def checked(factory: _F) -> _F:
-    """``factory`` with its arguments validated against its annotations on every call.
-
-    Configuration validates the same annotations before calling a built-in's factory (with
-    a one-line message); this holds code that calls it directly to them too.
-    """
-    return validate_call(config=ConfigDict(arbitrary_types_allowed=True))(factory)
 
 
 def _error_types(root: type[AgentError]) -> dict[str, type[AgentError]]:
@@ -94,20 +78,3 @@ def when(
     if callable(on):
         return on
     return named(default if on is None else on, keyword, keyword_test)
-
-
-class Emitted:
-    """An event map that notes whether any event of a model call reached the consumer.
-
-    A streamed call that already showed part of an answer cannot be sent again (or to
-    another model) without the consumer seeing the start twice.
-    """
-
-    __slots__ = ("seen",)
-
-    def __init__(self) -> None:
-        self.seen = False
-
-    def __call__(self, event: StreamEvent) -> StreamEvent:
-        self.seen = True
-        return event

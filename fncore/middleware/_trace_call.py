@@ -1,0 +1,109 @@
+"""`CallSpan`: the current span while a model call's middleware run, standing for the call.
+
+`trace`'s outer ``model_call`` layer makes one per call; its inner layer hands it each
+attempt's ``chat`` span, which gets what the middleware between them set.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.trace import NonRecordingSpan, Span
+from opentelemetry.util.types import Attributes
+
+
+class CallSpan(NonRecordingSpan):
+    """The current span while a model call's middleware run, before an attempt opens one.
+
+    A `NonRecordingSpan` of its parent's span context, so spans started under it nest
+    under the run, and every method of the Span API it does not keep is the API's own
+    no-op (one the API adds too). What is set on it is kept, and lands on the ``chat``
+    spans:
+
+    * set before the first attempt started (a cache's miss), on every attempt's span,
+      copied as each starts (`begin`);
+    * set after an attempt returned (``patch_tool_calls``' events), on that attempt's span:
+      it is held open (`hold`) until the next attempt starts or the call is over, then
+      ended at the time its attempt returned (`settle`);
+    * with no attempt (a cache hit, a limit), all of it on the one span recorded for the
+      call (`copy_to`).
+
+    Status, exceptions, links and a new name are not kept.
+    """
+
+    def __init__(self, parent: Span) -> None:
+        super().__init__(parent.get_span_context())
+        self._parent = parent
+        self.attributes: dict[str, Any] = {}
+        self.events: list[tuple[str, Attributes, int]] = []
+        self.attempts = 0
+        self._shared: tuple[dict[str, Any], int] | None = None
+        self._late: dict[str, Any] = {}
+        self._copied = 0
+        self._held: Span | None = None
+        self._ended = 0
+
+    def is_recording(self) -> bool:
+        return self._parent.is_recording()
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+        self._late[key] = value
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        self.attributes.update(attributes)
+        self._late.update(attributes)
+
+    def add_event(
+        self, name: str, attributes: Attributes = None, timestamp: int | None = None
+    ) -> None:
+        self.events.append((name, attributes, time.time_ns() if timestamp is None else timestamp))
+
+    def copy_to(self, span: Span) -> None:
+        """Add everything set on this stand-in to ``span`` (a call with no attempt)."""
+        add(span, self.attributes, self.events)
+
+    def begin(self, span: Span) -> None:
+        """An attempt starts with ``span``: it gets what was set before the first attempt.
+
+        The attempt before, if any, is over: its span ends first (`settle`).
+        """
+        self.settle()
+        if self._shared is None:
+            self._shared = (dict(self.attributes), len(self.events))
+        attributes, count = self._shared
+        add(span, attributes, self.events[:count])
+        self._late = {}
+        self._copied = len(self.events)
+
+    def hold(self, span: Span) -> None:
+        """Keep the returned attempt's ``span`` open for what is set after it; end it later.
+
+        One is held at a time: a span held already (attempts run side by side) ends first.
+        """
+        self.settle()
+        self._held = span
+        self._ended = time.time_ns()
+
+    def settle(self) -> None:
+        """End the held attempt's span, with what was set on this stand-in since it began."""
+        span = self._held
+        if span is None:
+            return
+        self._held = None
+        add(span, self._late, self.events[self._copied :])
+        self._late = {}
+        self._copied = len(self.events)
+        span.end(self._ended)
+
+
+def add(
+    span: Span, attributes: Mapping[str, Any], events: list[tuple[str, Attributes, int]]
+) -> None:
+    """Set ``attributes`` and add ``events`` on ``span``."""
+    if attributes:
+        span.set_attributes(attributes)
+    for name, event_attributes, timestamp in events:
+        span.add_event(name, event_attributes, timestamp)
