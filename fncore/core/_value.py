@@ -9,11 +9,20 @@ frozen ``__setattr__`` still raises), only construction is cheaper.
 This module is the one place for that trick, and it pays: a `ModelRequest` takes 452 ns to
 build this way against 828 ns with the dataclass's own ``__init__`` (Python 3.11, best of
 21 interleaved rounds), and a bare run with one tool round builds about 19 such values.
+
+`spread` generates code the same way, for a position's handler: the functions that pack a
+position's context from its fields and unpack it again for the innermost end, with the
+fields spelled out. Against a generic ``*args`` / ``attrgetter`` pair they save about 80 ns
+per handler call (a 4-field context: 530 against 613 ns to pack, 70 against 137 ns to
+unpack), and a run with one middleware at every position makes about ten such calls:
+``mw1_us`` in ``bench/overhead.py`` measured 17.5-17.7 µs before the table of positions,
+19.0 µs with the generic pair and 18.0-18.3 µs with these (same session, alternated).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
@@ -54,3 +63,27 @@ def value(cls: type[_T]) -> type[_T]:
     init.__doc__ = cls.__init__.__doc__
     setattr(cls, "__init__", init)  # noqa: B010 - mypy forbids assigning a method
     return cls
+
+
+_Call = Callable[..., Awaitable[Any]]
+
+
+def spread(context: type) -> tuple[Callable[[_Call], _Call], Callable[[_Call], _Call]]:
+    """Two factories for the dataclass ``context``: of an unpacking and of a packing call.
+
+    The first takes an ``end`` called with the context's fields, in order, and returns the
+    function of a context that calls it; the second takes an ``onion`` called with a context
+    and returns the function of the fields, in order, that builds the context and calls it.
+    """
+    names = [f.name for f in dataclasses.fields(context)]
+    params = ", ".join(names)
+    fields = ", ".join(f"ctx.{name}" for name in names)
+    source = (
+        f"def unpacking(end):\n    def innermost(ctx):\n        return end({fields})\n"
+        "    return innermost\n"
+        f"def packing(onion):\n    def enter({params}):\n"
+        f"        return onion(_context({params}))\n    return enter\n"
+    )
+    namespace: dict[str, Any] = {"_context": context}
+    exec(source, namespace)
+    return namespace["unpacking"], namespace["packing"]

@@ -13,10 +13,8 @@ still commits, and accounts for, what the loop did.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any, final
 
 from returns.result import Result
@@ -25,6 +23,7 @@ from fncore.core import Message, Outcome, RunInfo, RunResult, Session, State, St
 from fncore.core._fold import Layer, Step, fold_onion
 from fncore.core._outcomes import Halt
 from fncore.core._positions import PositionInfo
+from fncore.core._value import spread
 
 NamedLayer = tuple[str, Layer[Any, Any]]
 """One middleware of an onion position, its dependencies bound, with its name."""
@@ -38,18 +37,9 @@ def handler(info: PositionInfo, layers: Sequence[NamedLayer], end: End) -> End:
     """The handler of onion position ``info``: ``end`` wrapped in ``layers`` (outermost first)."""
     if not layers:
         return end
-    fields = attrgetter(*(f.name for f in dataclasses.fields(info.context)))
-
-    def innermost(ctx: object) -> Awaitable[Outcome[Any]]:
-        return end(*fields(ctx))
-
-    onion = fold_onion(info.name, layers, innermost, info.value, info.accepts)
-    context = info.context
-
-    def enter(*args: object) -> Awaitable[Outcome[Any]]:
-        return onion(context(*args))
-
-    return enter
+    unpacking, packing = spread(info.context)
+    onion = fold_onion(info.name, layers, unpacking(end), info.value, info.accepts)
+    return packing(onion)
 
 
 @final
