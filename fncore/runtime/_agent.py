@@ -288,9 +288,14 @@ class Agent(Generic[OutputT]):
             which propagates unchanged). A ``CancelledError`` means the turn was not
             committed.
         """
-        outcome = await self._runner.start(
-            prompt, metadata, session_id, tool_choice, model_settings, None
+        return self._output_of(
+            await self._runner.start(
+                prompt, metadata, session_id, tool_choice, model_settings, None
+            )
         )
+
+    def _output_of(self, outcome: RunOutcome) -> RunOutcome[OutputT]:
+        """``outcome`` with its output parsed into the agent's output type, if it has one."""
         output = self._runner.stack.output
         if output is None:
             return outcome  # type: ignore[return-value]
@@ -393,11 +398,7 @@ class Agent(Generic[OutputT]):
             decision, other decisions than the first resume's) leaves the checkpoint as
             it was and runs nothing.
         """
-        outcome = await self._runner.go_on(checkpoint_id, decisions, metadata, None)
-        output = self._runner.stack.output
-        if output is None:
-            return outcome  # type: ignore[return-value]
-        return typed(output, outcome)
+        return self._output_of(await self._runner.go_on(checkpoint_id, decisions, metadata, None))
 
     def resume_stream(
         self,
