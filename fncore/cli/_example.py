@@ -10,6 +10,7 @@ from returns.result import Success
 
 from fncore import Agent, Container, Outcome, Registry, SystemPromptContext
 from fncore.cli._trace import Trace, register_trace
+from fncore.core._position_names import SYSTEM_PROMPT
 
 INSTRUCTION = "Use the tools, then answer from their results."
 """The line the ``add_instruction`` transformer appends to the system prompt."""
@@ -70,7 +71,7 @@ def build_example_agent(
         registry.include(outermost)
     register_trace(registry, trace)
 
-    @registry.on("system_prompt", name="add_instruction")
+    @registry.on(SYSTEM_PROMPT, name="add_instruction")
     async def add_instruction(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
         trace(f"[system_prompt] round {ctx.round}: + {INSTRUCTION!r}")
         return Success(f"{prompt}\n{INSTRUCTION}" if prompt else INSTRUCTION)

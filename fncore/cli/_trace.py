@@ -28,6 +28,7 @@ from fncore import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import MODEL_CALL, RUN, TOOL_CALL
 
 Trace = Callable[[str], None]
 """Receives one trace line (without its newline)."""
@@ -93,7 +94,7 @@ def register_trace(registry: Registry, trace: Trace) -> None:
         trace: Where each trace line goes.
     """
 
-    @registry.on("run", name="log_run")
+    @registry.on(RUN, name="log_run")
     async def log_run(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
         trace(f"[run] start: {count(len(ctx.messages), 'message')}, tool_choice {ctx.tool_choice}")
         outcome = await call_next(ctx)
@@ -103,7 +104,7 @@ def register_trace(registry: Registry, trace: Trace) -> None:
             trace(f"[run] done: {_describe_run(outcome.unwrap())}")
         return outcome
 
-    @registry.on("model_call", name="trace_model_call")
+    @registry.on(MODEL_CALL, name="trace_model_call")
     async def trace_model_call(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
@@ -122,7 +123,7 @@ def register_trace(registry: Registry, trace: Trace) -> None:
             trace(f"{seen} -> {_describe_response(outcome.unwrap())}")
         return outcome
 
-    @registry.on("tool_call", name="trace_tool_call")
+    @registry.on(TOOL_CALL, name="trace_tool_call")
     async def trace_tool_call(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
         seen = f"[tool_call] {_call(ctx)}"
         outcome = await call_next(ctx)

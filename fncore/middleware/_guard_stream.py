@@ -32,6 +32,7 @@ from fncore.core import (
     Terminate,
     TextDelta,
 )
+from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._guardrails import (
     Block,
     GuardCheck,
@@ -229,7 +230,7 @@ class Gate:
     def blocked(self, verdict: Block) -> Failure[Terminate | AgentError]:
         """The failure of a block, announced on the stream."""
         self.held.clear()
-        return self.policy.blocked(self.run_info, "output", verdict.reason, "model_call", self.emit)
+        return self.policy.blocked(self.run_info, "output", verdict.reason, MODEL_CALL, self.emit)
 
     def raised(self, exc: Exception) -> Failure[Terminate | AgentError]:
         """The failure of a guardrail that raised: the run fails closed."""
@@ -237,7 +238,7 @@ class Gate:
         return Failure(
             MiddlewareError(
                 message=f"an output guardrail raised {type(exc).__name__}: {exc}",
-                position="model_call",
+                position=MODEL_CALL,
                 middleware=self.policy.name,
                 exception_type=type(exc).__name__,
             )

@@ -32,6 +32,7 @@ from fncore.core import (
     StateKey,
     Terminate,
 )
+from fncore.core._position_names import REASONING, RUN
 from fncore.middleware._place import place
 from fncore.shared_stores import SharedStore
 
@@ -102,10 +103,10 @@ def register_last_round(
         return await call_next(ctx)
 
     if turn is None:
-        registry.on("reasoning", name=name, **place(builtin))(decide)
+        registry.on(REASONING, name=name, **place(builtin))(decide)
         return
 
-    @registry.on("reasoning", name=name, **place(builtin))
+    @registry.on(REASONING, name=name, **place(builtin))
     async def last_round(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
         async with turn(ctx.run):
             return await decide(ctx, call_next)
@@ -163,9 +164,9 @@ def require_scopes(
     position, before any model call.
     """
 
-    @registry.on("run", name=name, **place(builtin))
+    @registry.on(RUN, name=name, **place(builtin))
     async def scope_required(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
         missing = _missing(ctx, session, shared, tenant_key)
         if missing is not None:
-            return Failure(replace(missing, position="run", middleware=name))
+            return Failure(replace(missing, position=RUN, middleware=name))
         return await call_next(ctx)

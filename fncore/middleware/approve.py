@@ -39,6 +39,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import TOOL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._imports import import_function
 from fncore.middleware._place import place
@@ -121,7 +122,7 @@ def approve(
     registry = Registry()
     only = None if tools is None else tuple(tools)
 
-    @registry.on("tool_call", name=name, tools=only, **place("approve"))
+    @registry.on(TOOL_CALL, name=name, tools=only, **place("approve"))
     async def approving(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
         decision = ctx.run.decision(ctx.call.id)
         if decision is None:

@@ -46,6 +46,7 @@ from fncore.core import (
     StateKey,
     Usage,
 )
+from fncore.core._position_names import MODEL_CALL, REASONING
 from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import (
@@ -194,7 +195,7 @@ def _exceeded(budget: _Budget, spent: float, name: str) -> BudgetExceeded:
             f"this {where} spent {spent:g} {unit} of its {budget.limit}={budget.allowed:g}: "
             "raise the budget, or use exit='end' to finish the reply with an answer"
         ),
-        position="model_call",
+        position=MODEL_CALL,
         middleware=name,
         limit=budget.limit,
         scope=budget.scope,
@@ -307,7 +308,7 @@ class _Spender:
                         f"no price for model {requested!r} (priced: {known}): add it to "
                         "prices, or its cost could not be counted; nothing was sent"
                     ),
-                    position="model_call",
+                    position=MODEL_CALL,
                     middleware=self.name,
                 )
             )
@@ -424,8 +425,8 @@ def budget(
     if exit == "end":
         register_last_round(registry, "budget", name, spender.verdict, hint, message, turn)
     elif turn is not None:
-        registry.on("reasoning", name=name, **where)(_Turns(turn).take_turns)
-    registry.on("model_call", name=name, **where)(spender.spend_budget)
+        registry.on(REASONING, name=name, **where)(_Turns(turn).take_turns)
+    registry.on(MODEL_CALL, name=name, **where)(spender.spend_budget)
     return registry
 
 

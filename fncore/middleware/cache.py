@@ -53,6 +53,7 @@ from fncore.core import (
     ToolResult,
     Usage,
 )
+from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._cache_json import (
     decode_response,
     decode_result,
@@ -227,7 +228,7 @@ def cache(
     if models:
         responses = _Cache(kept, ttl, encode_response, decode_response, _keeps_response)
 
-        @registry.on("model_call", name=name, **place("cache"))
+        @registry.on(MODEL_CALL, name=name, **place("cache"))
         async def cached_model_call(
             ctx: ModelCallContext, call_next: ModelCallNext
         ) -> Outcome[ModelResponse]:
@@ -238,21 +239,21 @@ def cache(
             try:
                 key = f"{prefix}model:{request_key(request, ctx.model.name)}"
             except Unkeyable as exc:
-                return Failure(_unkeyable(exc, "model_call", name))
+                return Failure(_unkeyable(exc, MODEL_CALL, name))
             outcome, hit = await responses.answer(key, lambda: call_next(ctx))
             return _replayed(ctx, outcome.unwrap()) if hit else outcome
 
     if tools:
         results = _Cache(kept, ttl, encode_result, decode_result, _keeps_result)
 
-        @registry.on("tool_call", name=name, tools=list(tools), **place("cache"))
+        @registry.on(TOOL_CALL, name=name, tools=list(tools), **place("cache"))
         async def cached_tool_call(
             ctx: ToolCallContext, call_next: ToolCallNext
         ) -> Outcome[ToolResult]:
             try:
                 key = f"{prefix}tool:{ctx.tool.name}:{tool_key(ctx)}"
             except Unkeyable as exc:
-                return Failure(_unkeyable(exc, "tool_call", name))
+                return Failure(_unkeyable(exc, TOOL_CALL, name))
             outcome, _ = await results.answer(key, lambda: call_next(ctx))
             return outcome
 

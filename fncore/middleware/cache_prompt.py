@@ -37,6 +37,7 @@ from fncore.core import (
     Outcome,
     Registry,
 )
+from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._genai import provider_of
 from fncore.middleware._place import place
@@ -137,7 +138,7 @@ def cache_prompt(
     cache_ttl: Literal["5m", "1h"] | None = None if ttl == "5m" else ttl
     registry = Registry()
 
-    @registry.on("model_call", name=name, **place("cache_prompt"))
+    @registry.on(MODEL_CALL, name=name, **place("cache_prompt"))
     async def mark(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
         request = ctx.request
         changed = replace(

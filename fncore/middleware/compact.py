@@ -41,6 +41,7 @@ from fncore.core import (
     RunInfo,
     StateKey,
 )
+from fncore.core._position_names import COMPRESS_CONTEXT, MODEL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._compaction import (
     SUMMARY_HEADER,
@@ -403,9 +404,9 @@ def compact(
     )
     registry = Registry()
     if apply == "history":
-        registry.on("compress_context", name=name, **place("compact"))(compactor.compact_history)
+        registry.on(COMPRESS_CONTEXT, name=name, **place("compact"))(compactor.compact_history)
     else:
-        registry.on("model_call", name=name, **place("compact"))(compactor.compact_request)
+        registry.on(MODEL_CALL, name=name, **place("compact"))(compactor.compact_request)
     return registry
 
 

@@ -32,6 +32,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import TOOL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 
@@ -102,7 +103,7 @@ def emulate_tools(
     registry = Registry()
 
     @registry.on(
-        "tool_call",
+        TOOL_CALL,
         name=name,
         tools=None if tools is None else list(tools),
         **place("emulate_tools"),

@@ -36,6 +36,7 @@ from fncore.core import (
     RunInfo,
     StateKey,
 )
+from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._emitted import Emitted
 from fncore.middleware._matching import retryable, when
@@ -156,7 +157,7 @@ def fallback(
     answered = _answered_key(name)
     registry = Registry()
 
-    @registry.on("model_call", name=name, **place("fallback"))
+    @registry.on(MODEL_CALL, name=name, **place("fallback"))
     async def falling_back(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:

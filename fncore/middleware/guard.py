@@ -42,6 +42,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import MODEL_CALL, RUN, TOOL_CALL
 from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._guard_stream import Gate
 from fncore.middleware._guardrails import (
@@ -142,13 +143,13 @@ def guard(
     registry = Registry()
     where = place("guard")
     if inputs:
-        registry.on("run", name=name, **where)(_input_guard(inputs, policy))
+        registry.on(RUN, name=name, **where)(_input_guard(inputs, policy))
     if outputs:
-        registry.on("model_call", name=name, **where)(
+        registry.on(MODEL_CALL, name=name, **where)(
             _output_guard(outputs, policy, mode, window, window_seconds)
         )
     if per_tool:
-        registry.on("tool_call", name=name, **where)(_tool_guard(per_tool, policy))
+        registry.on(TOOL_CALL, name=name, **where)(_tool_guard(per_tool, policy))
     return registry
 
 
@@ -162,7 +163,7 @@ def _input_guard(
                 continue
             verdict = await judge(guards, GuardCheck(message.text, "input", ctx.run))
             if isinstance(verdict, Block):
-                return policy.blocked(ctx.run, "input", verdict.reason, "run", ctx.run.emit)
+                return policy.blocked(ctx.run, "input", verdict.reason, RUN, ctx.run.emit)
             if isinstance(verdict, Rewrite):
                 messages[index] = with_text(message, verdict.text)
         if any(a is not b for a, b in zip(messages, ctx.messages, strict=True)):
@@ -201,7 +202,7 @@ def _tool_guard(
             if isinstance(verdict, Reject):
                 return Success(ToolResult(verdict.message, True))
             if isinstance(verdict, Block):
-                return policy.blocked(ctx.run, "tool", verdict.reason, "tool_call", ctx.run.emit)
+                return policy.blocked(ctx.run, "tool", verdict.reason, TOOL_CALL, ctx.run.emit)
             if isinstance(verdict, Rewrite):
                 msg = f"tool guardrail answered Rewrite for {ctx.tool.name!r}; use Reject"
                 raise TypeError(msg)

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from returns.result import Failure, Success
 
 from fncore.core import AgentError, Outcome, Registry, SystemPromptContext
+from fncore.core._position_names import SYSTEM_PROMPT
 from fncore.middleware._checked import checked
 from fncore.middleware._imports import import_function
 from fncore.middleware._place import place
@@ -131,7 +132,7 @@ def instructions(
         raise ValueError(msg)
     registry = Registry()
 
-    @registry.on("system_prompt", name=name, **place("instructions"))
+    @registry.on(SYSTEM_PROMPT, name=name, **place("instructions"))
     async def add_instructions(ctx: SystemPromptContext, prompt: str) -> Outcome[str]:
         parts = [prompt] if prompt else []
         if template is not None:
@@ -144,7 +145,7 @@ def instructions(
                             f"the template needs {missing[0]!r} in the run's metadata; pass "
                             f"run(..., metadata={{{missing[0]!r}: ...}})"
                         ),
-                        position="system_prompt",
+                        position=SYSTEM_PROMPT,
                         middleware=name,
                         field=missing[0],
                     )

@@ -45,6 +45,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 from fncore.middleware._scopes import Verdict, register_last_round, require_scopes, session_turns
@@ -261,7 +262,7 @@ def limit_calls(
 def _register_model_calls(
     registry: Registry, counters: list[_Counter], exit: str, message: str, name: str
 ) -> None:
-    @registry.on("model_call", name=name, **place("limit_calls"))
+    @registry.on(MODEL_CALL, name=name, **place("limit_calls"))
     async def limit_model_calls(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
@@ -269,7 +270,7 @@ def _register_model_calls(
         if full is None:
             return await call_next(ctx)
         if exit == "error":
-            return Failure(_exceeded(full, "a model call", name, "model_call"))
+            return Failure(_exceeded(full, "a model call", name, MODEL_CALL))
         return Failure(Terminate(message))
 
 
@@ -283,7 +284,7 @@ def _register_tool_calls(
     which = "any tool" if tools is None else " or ".join(repr(t) for t in tools)
 
     @registry.on(
-        "tool_call",
+        TOOL_CALL,
         name=name,
         tools=None if tools is None else list(tools),
         **place("limit_calls"),
@@ -295,7 +296,7 @@ def _register_tool_calls(
         if full is None:
             return await call_next(ctx)
         if exit == "error":
-            return Failure(_exceeded(full, f"a call of {ctx.call.name!r}", name, "tool_call"))
+            return Failure(_exceeded(full, f"a call of {ctx.call.name!r}", name, TOOL_CALL))
         return Success(
             ToolResult(
                 f"Not run: the limit of {full.allowed} tool calls per {full.scope} is "

@@ -51,6 +51,7 @@ from fncore.core import (
     StateKey,
     ToolCallPart,
 )
+from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 from fncore.runtime import register_state_type
@@ -274,7 +275,7 @@ def patch_tool_calls(*, name: str = "patch_tool_calls") -> Registry:
     key = _key(name)
     registry = Registry()
 
-    @registry.on("model_call", name=name, **place("patch_tool_calls"))
+    @registry.on(MODEL_CALL, name=name, **place("patch_tool_calls"))
     async def patching(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
         outcome = await call_next(ctx)
         if type(outcome) is not Success:

@@ -43,6 +43,7 @@ from fncore.core import (
     ToolCallPart,
     ToolResultPart,
 )
+from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import SomeSeconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
@@ -196,7 +197,7 @@ class _Limits:
                 f"no capacity for model {model!r} within the longest wait: {limit} is "
                 f"reached{after}"
             ),
-            position="model_call",
+            position=MODEL_CALL,
             middleware=self.name,
             limit=limit,
             scope="shared",
@@ -398,7 +399,7 @@ def rate_limit(
     registry.own(limits)
     tokens = limits.tokens
 
-    @registry.on("model_call", name=name, **place("rate_limit"))
+    @registry.on(MODEL_CALL, name=name, **place("rate_limit"))
     async def rate_limited(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:

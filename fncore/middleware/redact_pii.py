@@ -43,6 +43,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._pii import BUILTIN, BUILTIN_NAMES, Builtin, Detector, Finder
 from fncore.middleware._place import place
@@ -235,7 +236,7 @@ class _Redaction:
         try:
             request = rules.inward(kept).request(ctx.request)
         except Blocked as exc:
-            return self.blocked(exc.label, "request", "model_call")
+            return self.blocked(exc.label, "request", MODEL_CALL)
         if request is not ctx.request:
             ctx = dataclasses.replace(ctx, request=request)
         outward = rules.outward(kept)
@@ -249,13 +250,13 @@ class _Redaction:
         if stream is not None:
             stream.close()
             if stream.blocked is not None:
-                return self.blocked(stream.blocked, "stream", "model_call")
+                return self.blocked(stream.blocked, "stream", MODEL_CALL)
         if type(outcome) is not Success:
             return outcome
         try:
             return Success(outward.response(outcome.unwrap(), arguments))
         except Blocked as exc:
-            return self.blocked(exc.label, "answer", "model_call")
+            return self.blocked(exc.label, "answer", MODEL_CALL)
 
     async def redact_tool(
         self, ctx: ToolCallContext, call_next: ToolCallNext
@@ -267,7 +268,7 @@ class _Redaction:
             given = ctx.args.model_dump()
             args = rules.outward(kept).data(given)
         except Blocked as exc:
-            return self.blocked(exc.label, "tool arguments", "tool_call")
+            return self.blocked(exc.label, "tool arguments", TOOL_CALL)
         if args is not given:
             changed = {k: v for k, v in args.items() if v is not given[k]}  # type: ignore[attr-defined]
             ctx = ctx.with_args(**changed)
@@ -278,7 +279,7 @@ class _Redaction:
         try:
             content = rules.inward(kept).text(result.content)
         except Blocked as exc:
-            return self.blocked(exc.label, "tool result", "tool_call")
+            return self.blocked(exc.label, "tool result", TOOL_CALL)
         if content == result.content:
             return outcome
         return Success(dataclasses.replace(result, content=content))
@@ -343,6 +344,6 @@ def redact_pii(
     redaction = _Redaction(rules, block_with, block_message, window, name)
     registry = Registry()
     where = place("redact_pii")
-    registry.on("model_call", name=name, **where)(redaction.redact_call)
-    registry.on("tool_call", name=name, **where)(redaction.redact_tool)
+    registry.on(MODEL_CALL, name=name, **where)(redaction.redact_call)
+    registry.on(TOOL_CALL, name=name, **where)(redaction.redact_tool)
     return registry

@@ -59,6 +59,7 @@ from fncore.core import (
     ToolResultPart,
     open_calls,
 )
+from fncore.core._position_names import MODEL_CALL, RUN
 from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 from fncore.middleware.fallback import _SIGNED_BY, _digest, _origin, _signed
@@ -417,7 +418,7 @@ def repair_history(
     strip_unknown = unknown_signatures == "strip"
     registry = Registry()
 
-    @registry.on("run", name=name, **place("repair_history"))
+    @registry.on(RUN, name=name, **place("repair_history"))
     async def repairing_input(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
         pending: object = ()
         if ctx.session is not None and ctx.session.messages:
@@ -430,7 +431,7 @@ def repair_history(
             ctx = replace(ctx, messages=messages)
         return await call_next(ctx)
 
-    @registry.on("model_call", name=f"{name}.model_call", **place("repair_history"))
+    @registry.on(MODEL_CALL, name=f"{name}.model_call", **place("repair_history"))
     async def repairing(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
         request = ctx.request
         messages, found = repair_pairing(request.messages, interrupted=interrupted)

@@ -43,6 +43,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._checked import Seconds, SomeSeconds, checked
 from fncore.middleware._emitted import Emitted
 from fncore.middleware._matching import retryable, when
@@ -232,7 +233,7 @@ def retry(
     backoff = _Backoff(max_attempts, max_time, wait_initial, wait_max, wait_jitter, max_retry_after)
     registry = Registry()
 
-    @registry.on("model_call", name=name, **place("retry"))
+    @registry.on(MODEL_CALL, name=name, **place("retry"))
     async def retrying(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
         started = time.monotonic()
         model = ctx.model
@@ -324,7 +325,7 @@ def retry_tools(
             return result if result.is_error and should(result) else None
         return _error_worth_it(outcome, should)
 
-    @registry.on("tool_call", name=name, tools=only, **place("retry_tools"))
+    @registry.on(TOOL_CALL, name=name, tools=only, **place("retry_tools"))
     async def retrying_tools(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
         started = time.monotonic()
         outcome = await call_next(ctx)

@@ -38,6 +38,7 @@ from fncore.core import (
     StateKey,
     ToolSpec,
 )
+from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._place import place
 
@@ -141,7 +142,7 @@ def select_tools(
     always = frozenset(always_include)
     registry = Registry()
 
-    @registry.on("model_call", name=name, **place("select_tools"))
+    @registry.on(MODEL_CALL, name=name, **place("select_tools"))
     async def select(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
         request = ctx.request
         if ctx.run.calling is not None:
@@ -164,7 +165,7 @@ def select_tools(
                             "the selecting model's answer holds no JSON array of tool names; "
                             "check the model, or set on_failure = 'offer_all'"
                         ),
-                        position="model_call",
+                        position=MODEL_CALL,
                         middleware=name,
                     )
                 )

@@ -33,6 +33,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import MODEL_CALL, RUN, TOOL_CALL
 from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._place import place
 
@@ -95,7 +96,7 @@ def timeout(
     if reply is not None:
         reply_seconds = reply
 
-        @registry.on("run", name=name, **place("timeout"))
+        @registry.on(RUN, name=name, **place("timeout"))
         async def reply_deadline(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
             return await within(reply_seconds, call_next(ctx), passed)
 
@@ -106,7 +107,7 @@ def timeout(
                         f"the reply took longer than its deadline of {reply_seconds}s; "
                         "raise timeout's reply or ask for less"
                     ),
-                    position="run",
+                    position=RUN,
                     middleware=name,
                     limit="reply",
                     scope="reply",
@@ -117,7 +118,7 @@ def timeout(
     if model_call is not None:
         call_seconds = model_call
 
-        @registry.on("model_call", name=name, **place("timeout"))
+        @registry.on(MODEL_CALL, name=name, **place("timeout"))
         async def call_deadline(
             ctx: ModelCallContext, call_next: ModelCallNext
         ) -> Outcome[ModelResponse]:
@@ -130,7 +131,7 @@ def timeout(
                         f"model {ctx.model.name!r} did not answer within {call_seconds}s; "
                         "retry, or raise timeout's model_call"
                     ),
-                    position="model_call",
+                    position=MODEL_CALL,
                     middleware=name,
                 )
             )
@@ -138,7 +139,7 @@ def timeout(
     if tool_call is not None:
         tool_seconds = tool_call
 
-        @registry.on("tool_call", name=name, **place("timeout"))
+        @registry.on(TOOL_CALL, name=name, **place("timeout"))
         async def tool_deadline(
             ctx: ToolCallContext, call_next: ToolCallNext
         ) -> Outcome[ToolResult]:

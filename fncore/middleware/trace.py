@@ -45,6 +45,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._position_names import MODEL_CALL, RUN, TOOL_CALL
 from fncore.middleware import _genai as g
 from fncore.middleware._checked import checked
 from fncore.middleware._place import ORDER, place
@@ -267,14 +268,14 @@ def trace(
     traced = _Trace(spans, name, tracer_provider, meter_provider)
     registry = Registry()
     where = place("trace")
-    registry.on("run", name=name, **where)(traced.trace_run)
-    registry.on("model_call", name=name, **where)(traced.trace_call)
+    registry.on(RUN, name=name, **where)(traced.trace_run)
+    registry.on(MODEL_CALL, name=name, **where)(traced.trace_call)
     registry.on(
-        "model_call",
+        MODEL_CALL,
         name=f"{name}_chat",
         order="innermost",
         after=[n for n in ORDER if n != "trace"],
         builtin="trace_chat",
     )(traced.trace_chat)
-    registry.on("tool_call", name=name, **where)(traced.trace_tool)
+    registry.on(TOOL_CALL, name=name, **where)(traced.trace_tool)
     return registry
