@@ -139,6 +139,9 @@ def _called(factory: MiddlewareFactory, params: dict[str, Any]) -> object:
     """
     try:
         call = checked(factory)
+    except (ValueError, TypeError) as exc:  # not a function pydantic can validate
+        raise ConfigError(str(exc)) from None
+    try:
         return call(**params)
     except ValidationError as exc:
         if exc.title != getattr(call, "__qualname__", None):  # raised inside the factory

@@ -557,10 +557,10 @@ def canonical(value: object, where: str = "value") -> object:
     become objects tagged ``"$"``: a set or frozenset its items in the order of their JSON
     text, bytes as base64, a mapping with keys that are not all strings (or that start with
     ``$``) its pairs in the order of their keys' text, an enum its type and value, a
-    dataclass or pydantic model its type and fields, and what pydantic writes as JSON (dates,
-    times, decimals, UUIDs, paths, ...) its type and that JSON. Strings, integers and floats
-    of subclasses (a ``StrEnum`` member, an ``IntEnum`` one) are their plain values, as JSON
-    writes them.
+    dataclass (the fields its equality compares) or pydantic model its type and fields, and
+    what pydantic writes as JSON (dates, times, decimals, UUIDs, paths, ...) its type and
+    that JSON. Strings, integers and floats of subclasses (a ``StrEnum`` member, an
+    ``IntEnum`` one) are their plain values, as JSON writes them.
 
     Raises:
         Unkeyable: for a value with no canonical form (``where`` says where it is).
@@ -588,7 +588,7 @@ def canonical(value: object, where: str = "value") -> object:
     if isinstance(value, enum.Enum):
         return {"$": _qualified(kind), "value": canonical(value.value, where)}
     if dataclasses.is_dataclass(value):
-        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.compare}
         return {"$": _qualified(kind), "fields": canonical(fields, where)}
     if isinstance(value, BaseModel):
         return {"$": _qualified(kind), "fields": canonical(dict(value), where)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from fncore import (
     ToolResult,
 )
 from fncore.middleware import cache
+from fncore.session_stores._json import canonical
 from fncore.testing import ScriptedModel, TestModel, tool_calls
 
 KEYS = r"""
@@ -133,3 +135,16 @@ async def test_a_tool_argument_with_no_canonical_form_is_refused() -> None:
     assert (error.position, error.middleware) == ("tool_call", "cache")
     assert "the arguments of 'use'['thing'] holds a value of type" in error.message
     assert ran == []
+
+
+def test_a_dataclass_keys_by_the_fields_its_equality_compares() -> None:
+    """Two equal values key alike: a field left out of equality (``compare=False``) stays out."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Tagged:
+        name: str
+        seen: int = dataclasses.field(default=0, compare=False)
+
+    assert Tagged("a", 1) == Tagged("a", 2)
+    assert canonical(Tagged("a", 1)) == canonical(Tagged("a", 2))
+    assert canonical(Tagged("a")) != canonical(Tagged("b"))
