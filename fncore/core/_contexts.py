@@ -18,7 +18,7 @@ from returns.result import Failure
 from fncore.core._errors import AgentError, MiddlewareError
 from fncore.core._events import STREAM_EVENT_TYPES, StreamEvent
 from fncore.core._messages import Message, ToolCallPart
-from fncore.core._model import Model, ModelRequest, ModelResponse, ModelSettings
+from fncore.core._model import Model, ModelRequest, ModelResponse, ModelSettings, ToolSpec
 from fncore.core._pause import Decision
 from fncore.core._position_names import MODEL_CALL, RUN, Position
 from fncore.core._resume import Resume
@@ -371,6 +371,10 @@ class CompressContext:
     instructions: str = ""
     """This round's system prompt, assembled (the ``system_prompt`` transformers ran), so a
     compressor can count the prompt's tokens too."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tool definitions the round offers the model (the agent's tools, and the output
+    tool of an ``output_type``), so a compressor can count their tokens too; a ``reasoning``
+    middleware may still offer fewer."""
 
 
 @final

@@ -78,60 +78,102 @@ def groups(messages: Sequence[Message]) -> list[Group]:
     return [tuple(g) for g in found]
 
 
-def flatten(parts: Sequence[Group]) -> tuple[Message, ...]:
-    """The messages of ``parts``, in order."""
-    return tuple(m for g in parts for m in g)
+def group_end(messages: Sequence[Message], start: int) -> int:
+    """Where the group that starts at ``start`` ends: after the tool messages that follow it."""
+    end = start + 1
+    size = len(messages)
+    while end < size and messages[end].role == "tool":
+        end += 1
+    return end
 
 
-def is_summary(group: Group) -> bool:
-    """Whether ``group`` is a summary message this built-in wrote."""
-    first = group[0]
-    return first.role == "user" and len(group) == 1 and first.text.startswith(SUMMARY_HEADER)
+def is_summary_at(messages: Sequence[Message], index: int) -> bool:
+    """Whether a group that is a summary message this built-in wrote starts at ``index``."""
+    if index >= len(messages):
+        return False
+    first = messages[index]
+    return (
+        first.role == "user"
+        and group_end(messages, index) == index + 1
+        and first.text.startswith(SUMMARY_HEADER)
+    )
 
 
-def head_size(parts: Sequence[Group], keep_first: bool) -> int:
-    """How many leading groups always stay: system messages, then the first user message.
+def head_end(messages: Sequence[Message], keep_first: bool) -> int:
+    """Where the leading groups that always stay end: system messages, the first user message.
 
     The first user message stays only with ``keep_first`` and only if it comes right after
     the leading system messages (it usually states the task), and is not a summary.
     """
     index = 0
-    while index < len(parts) and parts[index][0].role == "system":
-        index += 1
+    size = len(messages)
+    while index < size and messages[index].role == "system":
+        index = group_end(messages, index)
     if (
         keep_first
-        and index < len(parts)
-        and parts[index][0].role == "user"
-        and not is_summary(parts[index])
+        and index < size
+        and messages[index].role == "user"
+        and not is_summary_at(messages, index)
     ):
-        index += 1
+        index = group_end(messages, index)
     return index
 
 
+def last_groups(messages: Sequence[Message], stop: int, keep: int) -> list[int]:
+    """Where each of the last ``keep`` groups at or after ``stop`` starts, oldest first.
+
+    Found from the end, so a long history costs no more than its last groups; ``stop`` must
+    be where a group starts (or the end).
+    """
+    starts: list[int] = []
+    index = len(messages) - 1
+    while index >= stop and len(starts) < keep:
+        if index == 0 or messages[index].role != "tool":
+            starts.append(index)
+        index -= 1
+    starts.reverse()
+    return starts
+
+
 def window(
-    parts: list[Group],
+    messages: tuple[Message, ...],
     head: int,
     keep: int,
-    tokens: list[int],
+    measure: Callable[[Sequence[Message]], int] | None,
     fits: Callable[[int, int], bool],
-) -> list[Group]:
-    """The head and at most the last ``keep`` other groups, fewer while they do not fit.
+    fixed: int = 0,
+) -> tuple[Message, ...]:
+    """The first ``head`` messages and at most ``keep`` recent groups, fewer while over.
+
+    Only the groups that may stay are looked at (and measured), so the cost does not grow
+    with what is dropped.
 
     Args:
-        parts: The history's groups.
-        head: How many leading groups always stay.
+        messages: The history.
+        head: How many leading messages always stay (whole groups).
         keep: How many recent groups to keep at most.
-        tokens: The token count of each group.
+        measure: Counts the tokens of some messages; ``None``: tokens do not matter.
         fits: Whether a history of (messages, tokens) is under the trigger.
+        fixed: Tokens that stay whatever is dropped (the system prompt, the tools).
     """
-    start = max(head, len(parts) - keep)
-    count = sum(len(g) for g in parts[:head]) + sum(len(g) for g in parts[start:])
-    total = sum(tokens[:head]) + sum(tokens[start:])
-    while start < len(parts) - 1 and not fits(count, total):
-        count -= len(parts[start])
-        total -= tokens[start]
-        start += 1
-    return parts[:head] + parts[start:]
+    starts = last_groups(messages, head, keep)
+    if not starts:
+        return messages
+    ends = [*starts[1:], len(messages)]
+    if measure is None:
+        sizes = [0] * len(starts)
+        total = 0
+    else:
+        sizes = [measure(messages[s:e]) for s, e in zip(starts, ends, strict=True)]
+        total = fixed + measure(messages[:head]) + sum(sizes)
+    count = head + len(messages) - starts[0]
+    at = 0
+    while at < len(starts) - 1 and not fits(count, total):
+        count -= ends[at] - starts[at]
+        total -= sizes[at]
+        at += 1
+    first = starts[at]
+    return messages if first == head else messages[:head] + messages[first:]
 
 
 def clear_tool_results(

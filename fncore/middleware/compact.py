@@ -1,8 +1,10 @@
 """``compact``: keep a long conversation under a size, cheapest strategy first.
 
 Before each round (``apply="history"``, at ``compress_context``) or before each model call
-(``apply="request"``, at ``model_call``), the history is measured against the trigger. While
-it is over, the strategies run in the order given, each on the previous one's output:
+(``apply="request"``, at ``model_call``), the history, with the system prompt and the tool
+definitions, is measured against the trigger (the counts are remembered: see
+``fncore.middleware._tally``). While it is over, the strategies run in the order given, each
+on the previous one's output:
 
 * ``clear_tool_results``: all but the last ``keep_tool_results`` tool results get
   ``placeholder`` as their content (the tools in ``exclude_tools`` are left alone);
@@ -40,6 +42,7 @@ from fncore.core import (
     Registry,
     RunInfo,
     StateKey,
+    ToolSpec,
 )
 from fncore.core._position_names import COMPRESS_CONTEXT, MODEL_CALL
 from fncore.middleware._checked import checked
@@ -49,14 +52,14 @@ from fncore.middleware._compaction import (
     approximate_tokens,
     clear_tool_results,
     digest,
-    flatten,
-    groups,
-    head_size,
-    is_summary,
+    head_end,
+    is_summary_at,
+    last_groups,
     transcript,
     window,
 )
 from fncore.middleware._place import place
+from fncore.middleware._tally import Tally
 
 __all__ = ["SUMMARY_HEADER", "SUMMARY_PROMPT", "TokenCounter", "approximate_tokens", "compact"]
 
@@ -107,10 +110,12 @@ def _memo_key(name: str) -> StateKey[_Memo | None]:
 
 
 class _Compactor:
-    """One configured `compact`: the trigger, the strategies and its middleware (no state)."""
+    """One configured `compact`: the trigger, the strategies and its middleware.
+
+    It keeps no state of a run; its ``Tally`` only remembers token counts (of its counter).
+    """
 
     __slots__ = (
-        "count",
         "exclude",
         "keep",
         "keep_first",
@@ -124,6 +129,7 @@ class _Compactor:
         "placeholder",
         "prompt",
         "strategies",
+        "tally",
     )
 
     def __init__(
@@ -154,7 +160,7 @@ class _Compactor:
         self.model = model
         self.prompt = prompt
         self.on_error = on_error
-        self.count = count
+        self.tally = Tally(count)
         self.name = name
         self.memo = _memo_key(name)
 
@@ -164,33 +170,37 @@ class _Compactor:
             return False
         return self.max_tokens is None or tokens <= self.max_tokens
 
-    def over(self, messages: tuple[Message, ...], prompt_tokens: int) -> bool:
-        """Whether ``messages`` (with a system prompt of ``prompt_tokens``) is over the trigger."""
+    def over(self, messages: tuple[Message, ...], fixed: int) -> bool:
+        """Whether ``messages`` (with ``fixed`` tokens of prompt and tools) is over the trigger."""
         if self.max_messages is not None and len(messages) > self.max_messages:
             return True
         if self.max_tokens is None:
             return False
-        return prompt_tokens + self.count(messages) > self.max_tokens
+        return fixed + self.tally.history(messages) > self.max_tokens
 
     async def __call__(
-        self, messages: tuple[Message, ...], instructions: str, run: RunInfo
+        self,
+        messages: tuple[Message, ...],
+        instructions: str,
+        tools: tuple[ToolSpec, ...],
+        run: RunInfo,
     ) -> Outcome[tuple[Message, ...]]:
         """``messages`` compacted, or the same tuple if it is under the trigger."""
-        prompt_tokens = 0
-        if instructions and self.max_tokens is not None:
-            prompt_tokens = self.count((Message.system(instructions),))
-        if not self.over(messages, prompt_tokens):
+        fixed = 0
+        if self.max_tokens is not None:
+            fixed = self.tally.prompt(instructions) + self.tally.tools(tools)
+        if not self.over(messages, fixed):
             return Success(messages)
         current = messages
         for strategy in self.strategies:
-            if current is not messages and not self.over(current, prompt_tokens):
+            if current is not messages and not self.over(current, fixed):
                 break
             if strategy == "clear_tool_results":
                 current = clear_tool_results(
                     current, self.keep_results, self.placeholder, self.exclude
                 )
             elif strategy == "window":
-                current = self.window(current, prompt_tokens)
+                current = self.window(current, fixed)
             else:
                 summarized = await self.summarize(current, run)
                 if type(summarized) is Failure:
@@ -198,37 +208,30 @@ class _Compactor:
                 current = summarized.unwrap()
         return Success(current)
 
-    def window(self, messages: tuple[Message, ...], prompt_tokens: int) -> tuple[Message, ...]:
+    def window(self, messages: tuple[Message, ...], fixed: int) -> tuple[Message, ...]:
         """The sliding window: the head, a summary, and the recent groups that fit."""
-        parts = groups(messages)
-        head = head_size(parts, self.keep_first)
-        if head < len(parts) and is_summary(parts[head]):
+        head = head_end(messages, self.keep_first)
+        if is_summary_at(messages, head):
             head += 1
-        if self.max_tokens is None:  # a message count alone: no need to count tokens
-            tokens = [0] * len(parts)
-        else:
-            count = self.count
-            tokens = [count(g) for g in parts]
-            tokens[0] += prompt_tokens
-        kept = window(parts, head, self.keep, tokens, self.fits)
-        return messages if len(kept) == len(parts) else flatten(kept)
+        # with a message count alone, no need to count tokens
+        measure = None if self.max_tokens is None else self.tally.messages
+        return window(messages, head, self.keep, measure, self.fits, fixed)
 
     async def summarize(
         self, messages: tuple[Message, ...], run: RunInfo
     ) -> Outcome[tuple[Message, ...]]:
         """The head, one summary of the older groups, and the ``keep`` recent groups."""
-        parts = groups(messages)
-        head = head_size(parts, self.keep_first)
-        marked = head < len(parts) and is_summary(parts[head])
+        head = head_end(messages, self.keep_first)
+        marked = is_summary_at(messages, head)
         start = head + 1 if marked else head
-        cut = len(parts) - self.keep
-        if cut <= start:
+        recent = last_groups(messages, start, self.keep)
+        if len(recent) < self.keep or recent[0] == start:
             return Success(messages)
-        old = flatten(parts[start:cut])
-        covered = len(flatten(parts[:cut]))
+        covered = recent[0]  # the messages before the recent groups
+        old = messages[start:covered]
         state = run.session_state
         memo = state.get(self.memo)
-        previous = parts[head][0].text.removeprefix(SUMMARY_HEADER).strip() if marked else ""
+        previous = messages[head].text.removeprefix(SUMMARY_HEADER).strip() if marked else ""
         if marked:  # rewritten in this reply: the memo goes on if this summary is its own
             if memo is not None and memo["summary"] == previous:
                 memo = _Memo(
@@ -261,13 +264,13 @@ class _Compactor:
             memo["summary"] = text
             state.set(self.memo, memo)
         summary = (Message.user(f"{SUMMARY_HEADER}\n{text}"),)
-        return Success((*flatten(parts[:head]), *summary, *flatten(parts[cut:])))
+        return Success(messages[:head] + summary + messages[covered:])
 
     async def compact_history(
         self, ctx: CompressContext, call_next: CompressNext
     ) -> Outcome[tuple[Message, ...]]:
         """At ``compress_context`` (``apply="history"``): the history, compacted."""
-        compacted = await self(ctx.messages, ctx.instructions, ctx.run)
+        compacted = await self(ctx.messages, ctx.instructions, ctx.tools, ctx.run)
         if type(compacted) is Failure:
             return compacted
         messages = compacted.unwrap()
@@ -282,7 +285,7 @@ class _Compactor:
         if ctx.run.calling is not None:
             return await call_next(ctx)
         request = ctx.request
-        compacted = await self(request.messages, request.instructions, ctx.run)
+        compacted = await self(request.messages, request.instructions, request.tools, ctx.run)
         if type(compacted) is Failure:
             return compacted
         messages = compacted.unwrap()
@@ -346,7 +349,8 @@ def compact(
     Args:
         strategies: What to try, in order, each only while the history is still over the
             trigger: ``"clear_tool_results"``, ``"window"``, ``"summarize"``.
-        max_tokens: Compact above this many tokens (the system prompt's included).
+        max_tokens: Compact above this many tokens (the system prompt's and the tool
+            definitions' included).
         max_messages: Compact above this many messages.
         max_fraction: Compact above this fraction of ``context_window`` tokens. With none
             of the three set: `DEFAULT_FRACTION` (0.75). With several, the first reached.
@@ -368,7 +372,8 @@ def compact(
             works on the compacted history; ``"request"``: compact each model request at
             ``model_call`` and leave the history whole.
         count_tokens: Counts the tokens of some messages; `approximate_tokens` by default.
-            It is called per group and the counts are added.
+            It is given one message at a time (the system prompt and each tool definition
+            as a system message); each count is remembered, and the counts are added.
         name: The middleware's name, to tell two instances apart.
 
     Raises:

@@ -130,7 +130,11 @@ def _source(store: object) -> str:
 
 
 async def _keep_history(
-    run: RunInfo, round_no: int, messages: tuple[Message, ...], instructions: str
+    run: RunInfo,
+    round_no: int,
+    messages: tuple[Message, ...],
+    instructions: str,
+    tools: tuple[ToolSpec, ...],
 ) -> Outcome[tuple[Message, ...]]:
     return Success(messages)
 
@@ -579,7 +583,11 @@ class Engine:
         prompt = await self._prompt(run, round_no, state.history)
         if not isinstance(prompt, str):
             return halted(prompt.failure(), state, tool_choice)
-        compressed = await self._compress(run, round_no, state.history, prompt)  # type: ignore[misc]
+        specs = self._specs[1]
+        output = self.output
+        if output is not None and output.strategy == "tool":
+            specs = (*specs, output.tool)
+        compressed = await self._compress(run, round_no, state.history, prompt, specs)  # type: ignore[misc]
         if type(compressed) is Failure:
             return halted(compressed.failure(), state, tool_choice)
         history = compressed.unwrap()

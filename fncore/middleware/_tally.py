@@ -1,0 +1,174 @@
+"""Token counts that `compact` remembers, so that a round counts only what is new.
+
+Before each round `compact` needs the tokens of the whole history, the system prompt and
+the tool definitions. Counting them again every round made its cost grow with the
+conversation; a `Tally` remembers, for one token counter:
+
+* each message's count, by the message's identity. An entry holds its message, so the
+  message stays alive while it is remembered and no other object can take its ``id``;
+  messages are immutable, so a changed message is a new object, counted afresh;
+* each tool definition's count, the same way;
+* each system prompt's count, by its text;
+* the totals of the last histories it counted, each by its last message and its length.
+  A history that only grew since one of them (the next round, the next turn of a session)
+  is found by looking back over its newest messages, checked message by message against
+  the remembered one (a comparison in C that stops at the first difference: identical
+  messages compare in a few nanoseconds), and costs the new messages' counts on top.
+
+Every memo is bounded: past its size it forgets its older half. What is forgotten is only
+counted again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from operator import itemgetter
+from typing import Generic, TypeVar
+
+from fncore.core import Message, ToolSpec
+from fncore.middleware._compaction import TokenCounter
+
+_T = TypeVar("_T")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+MESSAGES = 50_000
+"""How many messages' counts a tally remembers at most."""
+
+HISTORIES = 256
+"""How many histories' totals a tally remembers at most."""
+
+DEFINITIONS = 1_024
+"""How many tool definitions' and system prompts' counts a tally remembers, each at most."""
+
+FEW = 8
+"""Up to this many items are looked up one by one (a miss in the C loop raises, which costs
+more than the loop saves on a few)."""
+
+GROWTH = 64
+"""How many new messages a history may have over a remembered one and still go on from it."""
+
+_count_of = itemgetter(1)
+
+
+def _put(memo: dict[_K, _V], key: _K, value: _V, size: int) -> None:
+    """Set ``memo[key]``, first forgetting the older half of ``memo`` if it is full."""
+    if len(memo) >= size:
+        kept = list(memo.items())[(len(memo) + 1) // 2 :]
+        memo.clear()
+        memo.update(kept)
+    memo[key] = value
+
+
+def definition(spec: ToolSpec) -> Message:
+    """A tool definition as the system message its tokens are counted as.
+
+    Example:
+        >>> print(definition(ToolSpec("add", "Add two numbers.", {"type": "object"})).text)
+        add: Add two numbers.
+        {"type":"object"}
+    """
+    schema = json.dumps(dict(spec.parameters), separators=(",", ":"), default=str)
+    return Message.system(f"{spec.name}: {spec.description}\n{schema}")
+
+
+class _ByIdentity(Generic[_T]):
+    """Counts of immutable objects, remembered by identity; each entry keeps its object."""
+
+    __slots__ = ("_count", "_entries", "_size")
+
+    def __init__(self, count: Callable[[_T], int], size: int) -> None:
+        self._count = count
+        self._entries: dict[int, tuple[_T, int]] = {}
+        self._size = size
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def one(self, item: _T) -> int:
+        """The count of ``item``, counted now if it is not remembered."""
+        entry = self._entries.get(id(item))
+        if entry is not None:  # it holds the only live object with this id: ``item``
+            return entry[1]
+        tokens = self._count(item)
+        _put(self._entries, id(item), (item, tokens), self._size)
+        return tokens
+
+    def total(self, items: Sequence[_T]) -> int:
+        """The counts of ``items`` added up (in C while every one of them is remembered)."""
+        if len(items) > FEW:
+            try:
+                return sum(map(_count_of, map(self._entries.__getitem__, map(id, items))))
+            except KeyError:  # one of them is new: counted below
+                pass
+        return sum(map(self.one, items))
+
+
+class Tally:
+    """The token counts of one counter: per message, tool definition, prompt and history."""
+
+    __slots__ = ("_histories", "_messages", "_prompts", "_size", "_tools", "_toolsets", "count")
+
+    def __init__(
+        self, count: TokenCounter, *, messages: int = MESSAGES, histories: int = HISTORIES
+    ) -> None:
+        self.count = count
+        """The counter every remembered count comes from."""
+        self._messages: _ByIdentity[Message] = _ByIdentity(lambda m: count((m,)), messages)
+        self._tools: _ByIdentity[ToolSpec] = _ByIdentity(
+            lambda s: count((definition(s),)), DEFINITIONS
+        )
+        self._toolsets: _ByIdentity[tuple[ToolSpec, ...]] = _ByIdentity(
+            self._tools.total, DEFINITIONS
+        )
+        self._prompts: dict[str, int] = {}
+        self._histories: dict[tuple[int, int], tuple[tuple[Message, ...], int]] = {}
+        self._size = histories
+
+    @property
+    def remembered(self) -> tuple[int, int]:
+        """How many messages' counts and how many histories' totals are remembered."""
+        return len(self._messages), len(self._histories)
+
+    def messages(self, messages: Sequence[Message]) -> int:
+        """The tokens of ``messages``, each counted once as a message of its own."""
+        return self._messages.total(messages)
+
+    def tools(self, specs: tuple[ToolSpec, ...]) -> int:
+        """The tokens of the tool definitions ``specs`` (see `definition`)."""
+        return self._toolsets.one(specs)
+
+    def prompt(self, instructions: str) -> int:
+        """The tokens of the system prompt ``instructions``, as one system message."""
+        if not instructions:
+            return 0
+        tokens = self._prompts.get(instructions)
+        if tokens is None:
+            tokens = self.count((Message.system(instructions),))
+            _put(self._prompts, instructions, tokens, DEFINITIONS)
+        return tokens
+
+    def history(self, messages: tuple[Message, ...]) -> int:
+        """The tokens of ``messages``: a remembered total and what was added since, if any."""
+        size = len(messages)
+        if not size:
+            return 0
+        histories = self._histories
+        for end in range(size, max(size - GROWTH, 0), -1):
+            key = (id(messages[end - 1]), end)
+            entry = histories.get(key)
+            if entry is None:
+                continue
+            known, tokens = entry
+            if end == size:
+                if known is messages or known == messages:
+                    return tokens
+            elif messages[:end] == known:
+                histories[key] = histories.pop(key)  # recently used: forgotten last
+                total = tokens + self._messages.total(messages[end:])
+                break
+        else:
+            total = self._messages.total(messages)
+        _put(histories, (id(messages[-1]), size), (messages, total), self._size)
+        return total
