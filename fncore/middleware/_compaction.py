@@ -11,13 +11,28 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from fncore.core import DataPart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from fncore.core import (
+    DataPart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from fncore.middleware._memo import ByIdentity
 
 TokenCounter = Callable[[Sequence[Message]], int]
 """Counts the tokens of some messages (a system prompt is counted as a system message)."""
 
 Group = tuple[Message, ...]
 """One message that is not a tool message, with the tool messages that follow it."""
+
+Cleared = tuple[int, Message]
+"""How many results of a tool message count, and the message with some of them cleared."""
+
+CLEARED = 4_096
+"""How many tool messages' cleared forms `ClearToolResults` remembers at most."""
 
 DATA_TOKENS = 1_000
 """What the approximate counter charges for a `DataPart` (an image, a file)."""
@@ -176,35 +191,75 @@ def window(
     return messages if first == head else messages[:head] + messages[first:]
 
 
-def clear_tool_results(
-    messages: tuple[Message, ...], keep: int, placeholder: str, exclude: frozenset[str]
-) -> tuple[Message, ...]:
-    """``messages`` with the content of all but the last ``keep`` tool results replaced.
+def clear_results(
+    message: Message, keep: int, placeholder: str, exclude: frozenset[str]
+) -> Cleared:
+    """How many results of a tool message count, and the message with all but ``keep`` cleared.
 
-    Results of the tools in ``exclude`` are neither cleared nor counted; a result already
-    cleared stays as it is. The call ids and tool names stay, so the pairing holds.
+    Results are counted from the last; those of the tools in ``exclude`` are neither
+    cleared nor counted, and a result already cleared stays as it is (then, and when
+    nothing is to be cleared, ``message`` itself comes back).
     """
-    seen = 0
-    out = list(messages)
-    changed = False
-    for index in range(len(out) - 1, -1, -1):
-        message = out[index]
-        if message.role != "tool":
+    parts = message.parts
+    counted = 0
+    changed: list[Part] | None = None
+    for at in range(len(parts) - 1, -1, -1):
+        part = parts[at]
+        if type(part) is not ToolResultPart or part.name in exclude:
             continue
-        parts = list(message.parts)
-        touched = False
-        for at in range(len(parts) - 1, -1, -1):
-            part = parts[at]
-            if type(part) is not ToolResultPart or part.name in exclude:
+        counted += 1
+        if counted > keep and part.content != placeholder:
+            if changed is None:
+                changed = list(parts)
+            changed[at] = ToolResultPart(part.call_id, part.name, placeholder)
+    if changed is None:
+        return counted, message
+    return counted, Message("tool", tuple(changed), message.cache)
+
+
+class ClearToolResults:
+    """The ``clear_tool_results`` strategy, remembering each tool message's cleared form.
+
+    A tool message whose results are all to be cleared is cleared once: the next compaction
+    of a history holding it (each request, in ``request`` mode) reuses the cleared message.
+    """
+
+    __slots__ = ("_cleared", "exclude", "placeholder")
+
+    def __init__(self, placeholder: str, exclude: frozenset[str], size: int = CLEARED) -> None:
+        self.placeholder = placeholder
+        self.exclude = exclude
+        self._cleared: ByIdentity[Message, Cleared] = ByIdentity(
+            lambda m: clear_results(m, 0, placeholder, exclude), size
+        )
+
+    @property
+    def remembered(self) -> int:
+        """How many tool messages' cleared forms are remembered."""
+        return len(self._cleared)
+
+    def __call__(self, messages: tuple[Message, ...], keep: int) -> tuple[Message, ...]:
+        """``messages`` with the content of all but the last ``keep`` tool results replaced.
+
+        The call ids and tool names stay, so the pairing holds.
+        """
+        seen = 0
+        out: list[Message] | None = None
+        cleared = self._cleared
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
+            if message.role != "tool":
                 continue
-            seen += 1
-            if seen > keep and part.content != placeholder:
-                parts[at] = ToolResultPart(part.call_id, part.name, placeholder)
-                touched = True
-        if touched:
-            out[index] = Message("tool", tuple(parts), message.cache)
-            changed = True
-    return tuple(out) if changed else messages
+            if seen >= keep:
+                counted, new = cleared(message)
+            else:
+                counted, new = clear_results(message, keep - seen, self.placeholder, self.exclude)
+            if new is not message:
+                if out is None:
+                    out = list(messages)
+                out[index] = new
+            seen += counted
+        return messages if out is None else tuple(out)
 
 
 def transcript(messages: Sequence[Message]) -> str:

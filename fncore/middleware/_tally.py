@@ -4,9 +4,8 @@ Before each round `compact` needs the tokens of the whole history, the system pr
 the tool definitions. Counting them again every round made its cost grow with the
 conversation; a `Tally` remembers, for one token counter:
 
-* each message's count, by the message's identity. An entry holds its message, so the
-  message stays alive while it is remembered and no other object can take its ``id``;
-  messages are immutable, so a changed message is a new object, counted afresh;
+* each message's count, by the message's identity (see ``fncore.middleware._memo``): a
+  changed message is a new object, counted afresh;
 * each tool definition's count, the same way;
 * each system prompt's count, by its text;
 * the totals of the last histories it counted, each by its last message and its length.
@@ -22,18 +21,17 @@ counted again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from fncore.core import Message, ToolSpec
 from fncore.middleware._compaction import TokenCounter
+from fncore.middleware._memo import ByIdentity, put
 
 _T = TypeVar("_T")
-_K = TypeVar("_K")
-_V = TypeVar("_V")
 
-MESSAGES = 50_000
+MESSAGES = 20_000
 """How many messages' counts a tally remembers at most."""
 
 HISTORIES = 256
@@ -52,15 +50,6 @@ GROWTH = 64
 _count_of = itemgetter(1)
 
 
-def _put(memo: dict[_K, _V], key: _K, value: _V, size: int) -> None:
-    """Set ``memo[key]``, first forgetting the older half of ``memo`` if it is full."""
-    if len(memo) >= size:
-        kept = list(memo.items())[(len(memo) + 1) // 2 :]
-        memo.clear()
-        memo.update(kept)
-    memo[key] = value
-
-
 def definition(spec: ToolSpec) -> Message:
     """A tool definition as the system message its tokens are counted as.
 
@@ -73,36 +62,14 @@ def definition(spec: ToolSpec) -> Message:
     return Message.system(f"{spec.name}: {spec.description}\n{schema}")
 
 
-class _ByIdentity(Generic[_T]):
-    """Counts of immutable objects, remembered by identity; each entry keeps its object."""
-
-    __slots__ = ("_count", "_entries", "_size")
-
-    def __init__(self, count: Callable[[_T], int], size: int) -> None:
-        self._count = count
-        self._entries: dict[int, tuple[_T, int]] = {}
-        self._size = size
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def one(self, item: _T) -> int:
-        """The count of ``item``, counted now if it is not remembered."""
-        entry = self._entries.get(id(item))
-        if entry is not None:  # it holds the only live object with this id: ``item``
-            return entry[1]
-        tokens = self._count(item)
-        _put(self._entries, id(item), (item, tokens), self._size)
-        return tokens
-
-    def total(self, items: Sequence[_T]) -> int:
-        """The counts of ``items`` added up (in C while every one of them is remembered)."""
-        if len(items) > FEW:
-            try:
-                return sum(map(_count_of, map(self._entries.__getitem__, map(id, items))))
-            except KeyError:  # one of them is new: counted below
-                pass
-        return sum(map(self.one, items))
+def _total(memo: ByIdentity[_T, int], items: Sequence[_T]) -> int:
+    """The counts of ``items`` added up (in C while every one of them is remembered)."""
+    if len(items) > FEW:
+        try:
+            return sum(map(_count_of, map(memo.entries.__getitem__, map(id, items))))
+        except KeyError:  # one of them is new: counted below
+            pass
+    return sum(map(memo, items))
 
 
 class Tally:
@@ -115,12 +82,12 @@ class Tally:
     ) -> None:
         self.count = count
         """The counter every remembered count comes from."""
-        self._messages: _ByIdentity[Message] = _ByIdentity(lambda m: count((m,)), messages)
-        self._tools: _ByIdentity[ToolSpec] = _ByIdentity(
+        self._messages: ByIdentity[Message, int] = ByIdentity(lambda m: count((m,)), messages)
+        self._tools: ByIdentity[ToolSpec, int] = ByIdentity(
             lambda s: count((definition(s),)), DEFINITIONS
         )
-        self._toolsets: _ByIdentity[tuple[ToolSpec, ...]] = _ByIdentity(
-            self._tools.total, DEFINITIONS
+        self._toolsets: ByIdentity[tuple[ToolSpec, ...], int] = ByIdentity(
+            lambda specs: _total(self._tools, specs), DEFINITIONS
         )
         self._prompts: dict[str, int] = {}
         self._histories: dict[tuple[int, int], tuple[tuple[Message, ...], int]] = {}
@@ -133,11 +100,11 @@ class Tally:
 
     def messages(self, messages: Sequence[Message]) -> int:
         """The tokens of ``messages``, each counted once as a message of its own."""
-        return self._messages.total(messages)
+        return _total(self._messages, messages)
 
     def tools(self, specs: tuple[ToolSpec, ...]) -> int:
         """The tokens of the tool definitions ``specs`` (see `definition`)."""
-        return self._toolsets.one(specs)
+        return self._toolsets(specs)
 
     def prompt(self, instructions: str) -> int:
         """The tokens of the system prompt ``instructions``, as one system message."""
@@ -146,7 +113,7 @@ class Tally:
         tokens = self._prompts.get(instructions)
         if tokens is None:
             tokens = self.count((Message.system(instructions),))
-            _put(self._prompts, instructions, tokens, DEFINITIONS)
+            put(self._prompts, instructions, tokens, DEFINITIONS)
         return tokens
 
     def history(self, messages: tuple[Message, ...]) -> int:
@@ -166,9 +133,9 @@ class Tally:
                     return tokens
             elif messages[:end] == known:
                 histories[key] = histories.pop(key)  # recently used: forgotten last
-                total = tokens + self._messages.total(messages[end:])
+                total = tokens + _total(self._messages, messages[end:])
                 break
         else:
-            total = self._messages.total(messages)
-        _put(histories, (id(messages[-1]), size), (messages, total), self._size)
+            total = _total(self._messages, messages)
+        put(histories, (id(messages[-1]), size), (messages, total), self._size)
         return total

@@ -48,9 +48,9 @@ from fncore.core._position_names import COMPRESS_CONTEXT, MODEL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._compaction import (
     SUMMARY_HEADER,
+    ClearToolResults,
     TokenCounter,
     approximate_tokens,
-    clear_tool_results,
     digest,
     head_end,
     is_summary_at,
@@ -116,7 +116,7 @@ class _Compactor:
     """
 
     __slots__ = (
-        "exclude",
+        "clear",
         "keep",
         "keep_first",
         "keep_results",
@@ -126,7 +126,6 @@ class _Compactor:
         "model",
         "name",
         "on_error",
-        "placeholder",
         "prompt",
         "strategies",
         "tally",
@@ -155,8 +154,7 @@ class _Compactor:
         self.keep = keep
         self.keep_first = keep_first
         self.keep_results = keep_results
-        self.placeholder = placeholder
-        self.exclude = exclude
+        self.clear = ClearToolResults(placeholder, exclude)
         self.model = model
         self.prompt = prompt
         self.on_error = on_error
@@ -196,9 +194,7 @@ class _Compactor:
             if current is not messages and not self.over(current, fixed):
                 break
             if strategy == "clear_tool_results":
-                current = clear_tool_results(
-                    current, self.keep_results, self.placeholder, self.exclude
-                )
+                current = self.clear(current, self.keep_results)
             elif strategy == "window":
                 current = self.window(current, fixed)
             else:

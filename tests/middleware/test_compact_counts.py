@@ -27,6 +27,7 @@ from fncore import (
 from fncore.core import State, ToolSpec
 from fncore.middleware import compact
 from fncore.middleware._compaction import (
+    ClearToolResults,
     approximate_tokens,
     groups,
     head_end,
@@ -295,3 +296,86 @@ def test_the_window_equals_the_one_over_every_group(
         head += 1
     got = window(messages, head, keep, cold, fits)
     assert got == reference_window(messages, keep_first, keep, fits)
+
+
+# -- clearing, remembered -------------------------------------------------------------------
+
+
+def reference_clearing(
+    messages: tuple[Message, ...], keep: int, placeholder: str, exclude: frozenset[str]
+) -> tuple[Message, ...]:
+    """Clearing as it was done before, result by result from the end, remembering nothing."""
+    seen = 0
+    out = list(messages)
+    for index in range(len(out) - 1, -1, -1):
+        message = out[index]
+        if message.role != "tool":
+            continue
+        parts = list(message.parts)
+        for at in range(len(parts) - 1, -1, -1):
+            part = parts[at]
+            if type(part) is not ToolResultPart or part.name in exclude:
+                continue
+            seen += 1
+            if seen > keep and part.content != placeholder:
+                parts[at] = ToolResultPart(part.call_id, part.name, placeholder)
+        out[index] = Message("tool", tuple(parts), message.cache)
+    return tuple(out)
+
+
+results = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "keep"]), st.sampled_from(["r", "rr", "CLEARED"])),
+    min_size=1,
+    max_size=3,
+)
+
+
+@given(
+    st.lists(st.one_of(results, st.just([])), max_size=20),
+    st.lists(st.integers(0, 5), min_size=1, max_size=4),
+    st.integers(1, 6),
+)
+def test_remembered_clearing_equals_clearing_afresh(
+    shape: list[list[tuple[str, str]]], keeps: list[int], size: int
+) -> None:
+    """Cleared once or again, with any keep, the history is what clearing afresh gives."""
+    messages: list[Message] = [Message.user("task")]
+    for i, found in enumerate(shape):
+        if not found:
+            messages.append(Message.assistant(f"text {i}"))
+            continue
+        calls = tuple(ToolCallPart(f"c{i}_{k}", name, "{}") for k, (name, _) in enumerate(found))
+        messages.append(Message("assistant", calls))
+        messages.append(
+            Message(
+                "tool",
+                tuple(
+                    ToolResultPart(c.id, c.name, content)
+                    for c, (_, content) in zip(calls, found, strict=True)
+                ),
+                cache=i % 2 == 0,
+            )
+        )
+    history = tuple(messages)
+    exclude = frozenset({"keep"})
+    clearing = ClearToolResults("CLEARED", exclude, size=size)
+    for keep in [*keeps, *keeps]:
+        expected = reference_clearing(history, keep, "CLEARED", exclude)
+        got = clearing(history, keep)
+        assert got == expected
+        assert (got is history) == (expected == history)
+        assert clearing.remembered <= size
+
+
+def test_a_changed_tool_message_is_cleared_afresh() -> None:
+    """A tool message replaced by another (a new object) is cleared from its own results."""
+    exclude: frozenset[str] = frozenset()
+    clearing = ClearToolResults("CLEARED", exclude)
+    history = grow(grow((Message.user("the task"),), 0), 1)
+    first = clearing(history, 0)
+    assert [r.content for m in first for r in m.tool_results] == ["CLEARED", "CLEARED"]
+    changed = Message("tool", (ToolResultPart("c0", "other", "new"),))
+    edited = (*history[:2], changed, *history[3:])
+    again = clearing(edited, 0)
+    assert again[2].tool_results == (ToolResultPart("c0", "other", "CLEARED"),)
+    assert again == reference_clearing(edited, 0, "CLEARED", exclude)
