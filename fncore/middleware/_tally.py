@@ -132,7 +132,8 @@ class Tally:
                 if known is messages or known == messages:
                     return tokens
             elif messages[:end] == known:
-                histories[key] = histories.pop(key)  # recently used: forgotten last
+                histories.pop(key, None)  # used again: put back, to be forgotten last
+                histories[key] = entry
                 total = tokens + _total(self._messages, messages[end:])
                 break
         else:
