@@ -227,7 +227,10 @@ def test_the_memos_are_bounded_and_an_id_used_again_is_not_mistaken() -> None:
 
 
 def test_tool_definitions_and_prompts_are_counted_once() -> None:
-    """A tool definition and a system prompt are counted once each, as system messages."""
+    """A tool definition and a system prompt are counted once each, as system messages.
+
+    No prompt, no history and no tools count nothing.
+    """
     log: list[Message] = []
     tally = Tally(logged(log))
     specs = (ToolSpec("a", "Does a.", {"type": "object"}), ToolSpec("b", "Does b.", {}))
@@ -237,7 +240,7 @@ def test_tool_definitions_and_prompts_are_counted_once() -> None:
         assert tally.tools((*specs,)) == expected  # another tuple of the same definitions
         assert tally.prompt("Be brief.") == approximate_tokens((Message.system("Be brief."),))
     assert len(log) == 3
-    assert tally.prompt("") == 0
+    assert tally.prompt("") == tally.history(()) == tally.tools(()) == 0
 
 
 # -- the window, found from the end ---------------------------------------------------------
