@@ -8,7 +8,10 @@ rounds in one process:
 
 * ``sdk``: ``ClientSession.call_tool("add", ...)`` on the SDK's session, directly;
 * ``server``: `MCPServer.call` (fncore's connection and result mapping) on the same session;
-* ``relist``: ``agent.connect()`` with nothing changed: the listing every run starts with;
+* ``relist``: ``agent.connect()`` with nothing changed: what every run starts with, the
+  check that each server's listing stands (no request, see ``MCPServer(tools_ttl=...)``);
+* ``list``: the same with ``tools_ttl=0`` (a second server process): the listing every run
+  starts with then, one ``tools/list`` round trip, as before listings were kept;
 * ``run_function``: ``agent.run`` with ``add`` a function tool;
 * ``run_mcp``: ``agent.run`` with ``add`` the server's tool (listing included).
 
@@ -47,6 +50,9 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
     server = MCPServer("bench", command=[sys.executable, SERVER])
     mcp_agent = Agent(_measure.InstantModel(), registry=Registry(), mcp_servers=[server])
     await mcp_agent.connect()
+    listing = MCPServer("bench", command=[sys.executable, SERVER], tools_ttl=0)
+    listing_agent = Agent(_measure.InstantModel(), registry=Registry(), mcp_servers=[listing])
+    await listing_agent.connect()
     connection = server._connection  # the SDK's session fncore talks through
     assert connection is not None
     assert connection.client is not None
@@ -62,10 +68,14 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
     async def relist(_: str) -> None:
         await mcp_agent.connect()
 
+    async def list_again(_: str) -> None:
+        await listing_agent.connect()
+
     works = [
         _measure.Workload("sdk", sdk),
         _measure.Workload("server", through_server),
         _measure.Workload("relist", relist),
+        _measure.Workload("list", list_again),
         _measure.Workload("run_function", _measure.agent_with(None).run),
         _measure.Workload("run_mcp", mcp_agent.run),
     ]
@@ -77,11 +87,13 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
         best = await _measure.minimum_of_rounds(works, rounds, runs, nothing)
     finally:
         await mcp_agent.aclose()
+        await listing_agent.aclose()
     call_path = best["run_mcp"] - best["run_function"] - best["relist"]
     return {
         "sdk_us": best["sdk"],
         "server_us": best["server"],
         "relist_us": best["relist"],
+        "list_us": best["list"],
         "run_function_us": best["run_function"],
         "run_mcp_us": best["run_mcp"],
         "server_extra_us": best["server"] - best["sdk"],
@@ -97,7 +109,8 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
 ROWS: list[tuple[str, str, Callable[[float], str]]] = [
     ("sdk_us", "ClientSession.call_tool, directly", lambda v: f"{v:8.1f} µs"),
     ("server_us", "MCPServer.call (same session)", lambda v: f"{v:8.1f} µs"),
-    ("relist_us", "listing at a run's start, unchanged", lambda v: f"{v:8.1f} µs"),
+    ("relist_us", "a run's start: the listing stands", lambda v: f"{v:8.1f} µs"),
+    ("list_us", "a run's start with tools_ttl=0: a listing", lambda v: f"{v:8.1f} µs"),
     ("run_function_us", "a run, add a function tool", lambda v: f"{v:8.1f} µs"),
     ("run_mcp_us", "a run, add the MCP server's tool", lambda v: f"{v:8.1f} µs"),
     ("server_extra_us", "MCPServer.call's own cost", lambda v: f"{v:8.1f} µs"),

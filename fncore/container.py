@@ -256,6 +256,7 @@ def _mcp_servers(section: Mapping[str, Any] | None, owned: Owned) -> tuple[MCPSe
                 url=reveal(entry.get("url")),
                 headers={k: _secret(v) for k, v in (entry.get("headers") or {}).items()},
                 prefix=entry.get("prefix") or "",
+                tools_ttl=entry.get("tools_ttl"),
                 **{k: entry[k] for k in ("timeout", "startup_timeout") if entry.get(k) is not None},
             )
         )

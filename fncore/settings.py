@@ -42,7 +42,7 @@ from pydantic_settings.sources.utils import parse_env_vars
 
 from fncore._config_secrets import hide_secrets
 from fncore._session_url import session_url_problem
-from fncore.core._checks import Seconds
+from fncore.core._checks import Seconds, SomeSeconds
 from fncore.core._loop import LoopSettings
 
 __all__ = [
@@ -190,6 +190,9 @@ class MCPServerConfig(_RedactedUrls):
     startup_timeout: Seconds = 30.0
     """Seconds starting the server (the program, or reaching the URL, and the handshake) may
     take."""
+    tools_ttl: SomeSeconds | None = None
+    """Seconds a listing of the server's tools stands at most; unset: until the server says
+    its tool list changed, or its connection is new. ``0`` lists them at every run."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerConfig:

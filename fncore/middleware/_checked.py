@@ -8,16 +8,14 @@ built-ins' times take.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import ConfigDict, Field, validate_call
+from pydantic import ConfigDict, validate_call
 
 from fncore.core._checks import Seconds as Seconds  # the one definition, for the built-ins
+from fncore.core._checks import SomeSeconds as SomeSeconds
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-SomeSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-"""Zero or more seconds, finite."""
 
 
 def checked(factory: _F) -> _F:

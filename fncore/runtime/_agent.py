@@ -218,8 +218,9 @@ class Agent(Generic[OutputT]):
     async def connect(self) -> None:
         """Start the MCP servers and offer their tools now, rather than at the first run.
 
-        Each run lists the servers' tools again; this is for finding a server that cannot
-        start before anything runs, and for `tools` and `describe` to show MCP tools.
+        A run lists a server's tools again only when its listing no longer stands (see
+        `MCPServer`'s ``tools_ttl``); this is for finding a server that cannot start before
+        anything runs, and for `tools` and `describe` to show MCP tools.
 
         Raises:
             MCPServerError: one line naming a server that cannot start, be reached or be

@@ -2,8 +2,11 @@
 
 A server starts on first use (an agent's first run, or `Agent.connect`) and stays up until
 ``aclose()``; a server that exits or drops the connection starts again on next use. Its
-tools are listed again at the start of every run, so a server's new or removed tools are
-offered from the next run on. The ``mcp`` SDK is imported only when a server starts.
+tools are listed when it starts, and that listing stands, run after run, until the server
+says its tool list changed (``notifications/tools/list_changed``), its connection is new, or
+its ``tools_ttl`` has passed; a run that finds it no longer standing lists the tools again,
+so a server's new or removed tools are offered from the next run on. The ``mcp`` SDK is
+imported only when a server starts.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ import asyncio
 import importlib.util
 import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final
 from urllib.parse import urlsplit
 
 from fncore._distribution import install_hint
 from fncore.core import RegistrationError, Tool, ToolResult
-from fncore.core._checks import timeout_problem
+from fncore.core._checks import timeout_problem, ttl_problem
 from fncore.runtime._mcp_tools import mcp_tool
 
 if TYPE_CHECKING:
@@ -77,12 +81,20 @@ class MCPServer:
         startup_timeout: Seconds starting the server may take: running the program (or
             reaching the URL) and the protocol's handshake. Programs started through
             ``npx`` or ``uvx`` may take seconds, so it is generous by default.
+        tools_ttl: How long a listing of the server's tools stands, in seconds. ``None``
+            (the default): until the server says its tool list changed, or the connection
+            is new; a server that does not declare ``tools.listChanged`` is listed once per
+            connection. A number: that long at most, or less if the server says so first.
+            ``0``: the tools are listed again at the start of every run.
+        clock: What a ``tools_ttl`` is measured with (seconds, only differences count);
+            code only, for tests.
 
     Raises:
         RegistrationError: for neither or both of ``command`` and ``url``, an empty
             command, a URL that is not ``http(s)://``, a prefix with other characters than
             letters, digits, ``_`` and ``-``, a timeout or startup timeout that is not a
-            positive, finite number of seconds, or no ``mcp`` SDK installed.
+            positive, finite number of seconds, a ``tools_ttl`` that is not ``None`` or
+            zero or more seconds, or no ``mcp`` SDK installed.
 
     Example:
         >>> MCPServer("time", command=["mcp-server-time"], env={"TOKEN": "s3cret"})
@@ -90,6 +102,7 @@ class MCPServer:
     """
 
     __slots__ = (
+        "_clock",
         "_command",
         "_connection",
         "_cwd",
@@ -102,6 +115,7 @@ class MCPServer:
         "prefix",
         "startup_timeout",
         "timeout",
+        "tools_ttl",
     )
 
     def __init__(
@@ -116,6 +130,8 @@ class MCPServer:
         prefix: str = "",
         timeout: float = 60.0,
         startup_timeout: float = 30.0,
+        tools_ttl: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         where = f"MCP server {name!r}"
         if not name:
@@ -141,6 +157,9 @@ class MCPServer:
             problem = timeout_problem(seconds, f"{where}: {key}")
             if problem is not None:
                 raise RegistrationError(problem)
+        problem = None if tools_ttl is None else ttl_problem(tools_ttl, f"{where}: tools_ttl")
+        if problem is not None:
+            raise RegistrationError(problem)
         if importlib.util.find_spec("mcp") is None:
             msg = f"{where}: MCP servers need the mcp SDK: {install_hint('mcp')}"
             raise RegistrationError(msg)
@@ -152,13 +171,16 @@ class MCPServer:
         """Seconds a tool call, or listing the tools, may take."""
         self.startup_timeout = float(startup_timeout)
         """Seconds starting the server may take."""
+        self.tools_ttl = None if tools_ttl is None else float(tools_ttl)
+        """Seconds a listing of the tools stands at most (``None``: until told it changed)."""
+        self._clock = clock
         self._command: tuple[str, ...] | None = None if command is None else tuple(argv)
         self._env = dict(env or {})
         self._cwd = cwd
         self._url = url
         self._headers = dict(headers or {})
         self._connection: Connection | None = None
-        self._listed: tuple[list[tuple[str, str, dict[str, Any]]], tuple[Tool, ...]] | None = None
+        self._listed: _Listing | None = None
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property
@@ -216,13 +238,44 @@ class MCPServer:
             self._connection = fresh
             return fresh
 
+    def standing(self) -> tuple[Tool, ...] | None:
+        """The tools of the last listing, while it stands (see ``tools_ttl``); else ``None``.
+
+        It stands while its connection is the server's live one on the running event loop,
+        the server has not said that its tool list changed, and ``tools_ttl`` has not passed.
+        """
+        listed = self._listed
+        if listed is None:
+            return None
+        connection = listed.connection
+        if (
+            connection is not self._connection
+            or not connection.alive
+            or connection.tools_changes != listed.changes
+        ):
+            return None
+        ttl = self.tools_ttl
+        if ttl is not None and self._clock() - listed.at >= ttl:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None  # no event loop running: the connection is of no use here
+        return listed.tools if connection.loop is loop else None
+
     async def tools(self) -> tuple[Tool, ...]:
-        """Start the server if it is not up, and list its tools as fncore tools.
+        """The server's tools as fncore tools: the `standing` listing, or a new one.
+
+        A new listing starts the server if it is not up.
 
         Raises:
             MCPServerError: if it cannot be started, reached or listed.
         """
+        standing = self.standing()
+        if standing is not None:
+            return standing
         connection = await self._connected()
+        changes, at = connection.tools_changes, self._clock()
         try:
             async with asyncio.timeout(self.timeout):
                 listed = await connection.list_tools()
@@ -231,21 +284,23 @@ class MCPServer:
             why = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
             raise MCPServerError(self.name, f"listing its tools failed ({why})") from None
         given = [(t.name, t.description or t.title or "", t.input_schema) for t in listed]
-        if self._listed is not None and self._listed[0] == given:
-            return self._listed[1]  # unchanged: the same tools (and the same stack)
-        tools = tuple(
-            mcp_tool(
-                self.call,
-                server=self.name,
-                remote=remote,
-                prefix=self.prefix,
-                description=description,
-                schema=schema,
-                timeout=self.timeout,
+        last = self._listed
+        if last is not None and last.given == given:
+            tools = last.tools  # unchanged: the same tools (and the same stack)
+        else:
+            tools = tuple(
+                mcp_tool(
+                    self.call,
+                    server=self.name,
+                    remote=remote,
+                    prefix=self.prefix,
+                    description=description,
+                    schema=schema,
+                    timeout=self.timeout,
+                )
+                for remote, description, schema in given
             )
-            for remote, description, schema in given
-        )
-        self._listed = (given, tools)
+        self._listed = _Listing(given, tools, connection, changes, at)
         return tools
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
@@ -268,10 +323,36 @@ class MCPServer:
 
 
 @final
-class MCPTools:
-    """The MCP servers of one agent: their tools, listed again at the start of each run."""
+class _Listing:
+    """A server's tools as listed on one connection: what stands until it changes."""
 
-    __slots__ = ("_task", "servers", "tools")
+    __slots__ = ("at", "changes", "connection", "given", "tools")
+
+    def __init__(
+        self,
+        given: list[tuple[str, str, dict[str, Any]]],
+        tools: tuple[Tool, ...],
+        connection: Connection,
+        changes: int,
+        at: float,
+    ) -> None:
+        self.given = given
+        """Each tool's name, description and schema, as the server gave them."""
+        self.tools = tools
+        """The fncore tools made from them."""
+        self.connection = connection
+        """The connection they were listed on."""
+        self.changes = changes
+        """Its `Connection.tools_changes` when the listing was asked for."""
+        self.at = at
+        """The server's clock when the listing was asked for."""
+
+
+@final
+class MCPTools:
+    """The MCP servers of one agent: their tools, checked at the start of each run."""
+
+    __slots__ = ("_held", "_task", "servers", "tools")
 
     def __init__(self, servers: Iterable[MCPServer]) -> None:
         self.servers = tuple(servers)
@@ -282,24 +363,33 @@ class MCPTools:
             raise RegistrationError(msg)
         self.tools: tuple[Tool, ...] = ()
         """The tools of the last listing."""
+        self._held: tuple[tuple[Tool, ...], ...] | None = None
+        """Each server's tools in `tools`."""
         self._task: asyncio.Task[bool] | None = None
 
     async def refresh(self) -> bool:
-        """List every server's tools (concurrent runs share one listing in flight).
+        """Each server's tools: its standing listing, or a new one (see ``tools_ttl``).
+
+        Concurrent runs share one listing in flight.
 
         Returns:
-            Whether the tools differ from the last listing (or this is the first).
+            Whether the tools differ from the last time (or this is the first).
 
         Raises:
             MCPServerError: for the first server that cannot be started or listed.
         """
         task = self._task
         if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            if self._held is not None and all(
+                map(operator.is_, (s.standing() for s in self.servers), self._held)
+            ):
+                return False  # every listing stands, and `tools` holds it
             task = self._task = asyncio.ensure_future(self._list())
         return await asyncio.shield(task)
 
     async def _list(self) -> bool:
         listed = await asyncio.gather(*(s.tools() for s in self.servers))
+        self._held = tuple(listed)
         tools = tuple(t for server_tools in listed for t in server_tools)
         if len(tools) == len(self.tools) and all(map(operator.is_, tools, self.tools)):
             return False  # each server gave back the tools it listed last time

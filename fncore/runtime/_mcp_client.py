@@ -7,6 +7,11 @@ Calls go through the client from the callers' tasks.
 
 The transport's read stream is watched: when it ends (a stdio server that exited), the
 connection is dead, and the next use starts a new one.
+
+A server that declares ``tools.listChanged`` says when its tool list changes: before protocol
+2026-07-28 it sends ``notifications/tools/list_changed`` unasked; from 2026-07-28 on, only on a
+``subscriptions/listen`` stream, which the owner task opens. Either way the SDK hands the
+notification to the client's message handler, which counts it in `Connection.tools_changes`.
 """
 
 from __future__ import annotations
@@ -21,8 +26,14 @@ from typing import IO, Any, Generic, Self, TextIO, TypeVar, cast
 
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, Subscription, SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import CONNECTION_CLOSED, Implementation, ServerNotification
+from mcp_types import (
+    CONNECTION_CLOSED,
+    Implementation,
+    ServerNotification,
+    ToolListChangedNotification,
+)
 
 from fncore.core import ToolResult
 from fncore.runtime._mcp_tools import result_of
@@ -92,6 +103,12 @@ def _retrieve(ready: asyncio.Future[None]) -> None:
         ready.exception()
 
 
+async def _stopped(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait until it has stopped."""
+    task.cancel()
+    await asyncio.wait((task,))
+
+
 def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -122,6 +139,9 @@ class Connection:
         self.loop = asyncio.get_running_loop()
         self.alive = True
         self.client: Client | None = None
+        self.tools_changes = 0
+        """How many times the server has said that its tool list changed (or may have: its
+        change stream ended); a listing stands while this count stays as it was."""
         self._ready: asyncio.Future[None] = self.loop.create_future()
         # Only `start` awaits it, and only until it gives up: a failure settled after that
         # (the owner task cancelled by `close`) is nobody's to report.
@@ -151,7 +171,9 @@ class Connection:
                 yield _Watched(read, self), write
 
     async def _on_message(self, message: ServerNotification | Exception) -> None:
-        if isinstance(message, Exception) and not self._ready.done():
+        if isinstance(message, ToolListChangedNotification):
+            self.tools_changes += 1
+        elif isinstance(message, Exception) and not self._ready.done():
             what = "a stdio program" if self._command is not None else "a server"
             self._ready.set_exception(
                 StartFailed(f"is {what} that does not speak MCP: it sent something not JSON-RPC")
@@ -162,9 +184,12 @@ class Connection:
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
             self._log = cast("TextIO", log)
             try:
-                async with Client(
-                    self._transport(), message_handler=self._on_message, client_info=_CLIENT
-                ) as client:
+                async with (
+                    Client(
+                        self._transport(), message_handler=self._on_message, client_info=_CLIENT
+                    ) as client,
+                    self._told_of_changes(client),
+                ):
                     self.client = client
                     if not self._ready.done():
                         self._ready.set_result(None)
@@ -179,6 +204,35 @@ class Connection:
             finally:
                 self.alive = False
                 self._log = None
+
+    @contextlib.asynccontextmanager
+    async def _told_of_changes(self, client: Client) -> AsyncIterator[None]:
+        """Ask a server that can tell of tool-list changes to do so, while the client is open.
+
+        From protocol 2026-07-28 on, that takes a ``subscriptions/listen`` stream: it stays
+        open until the connection closes, and each change on it reaches `_on_message`. A
+        stream that ends early counts as one more change (what changes after it goes untold).
+        Before 2026-07-28 the server sends its changes unasked.
+        """
+        capabilities = client.session.server_capabilities
+        tools = capabilities.tools if capabilities is not None else None
+        async with contextlib.AsyncExitStack() as stack:
+            subscription: Subscription | None = None
+            if tools is not None and tools.list_changed:
+                with contextlib.suppress(ListenNotSupportedError, MCPError, SubscriptionLost):
+                    subscription = await stack.enter_async_context(
+                        client.listen(tools_list_changed=True)
+                    )
+            if subscription is not None and subscription.honored.tools_list_changed:
+                watch = self.loop.create_task(self._until_ended(subscription))
+                stack.push_async_callback(_stopped, watch)
+            yield
+
+    async def _until_ended(self, subscription: Subscription) -> None:
+        with contextlib.suppress(SubscriptionLost):
+            async for _ in subscription:
+                pass  # the same change reaches _on_message, which counts it
+        self.tools_changes += 1
 
     def _why(self, exc: BaseException) -> str:
         """Why starting failed, in one line, with no header value or URL secret in it."""

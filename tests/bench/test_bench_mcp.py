@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bench_runs import check_figures, quick_run
 
-MEASURED = ("sdk_us", "server_us", "relist_us", "run_function_us", "run_mcp_us")
+MEASURED = ("sdk_us", "server_us", "relist_us", "list_us", "run_function_us", "run_mcp_us")
 """Times measured directly."""
 DERIVED = (
     "server_extra_us",

@@ -2,7 +2,8 @@
 
 ``python demo.py`` serves it over stdio; ``python demo.py http PORT [TOKEN]`` over
 streamable HTTP on 127.0.0.1:PORT at ``/mcp``, refusing requests without the header
-``Authorization: Bearer TOKEN`` when a token is given.
+``Authorization: Bearer TOKEN`` when a token is given. It counts the ``tools/list``
+requests it answers (the tool ``listings`` tells), so tests see when a client lists.
 """
 
 from __future__ import annotations
@@ -12,11 +13,24 @@ import os
 import sys
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ImageContent, TextContent
+from mcp.types import Tool as ListedTool
 
-server = MCPServer("demo")
+
+class CountingServer(MCPServer):
+    """The SDK's server, counting the ``tools/list`` requests it answers."""
+
+    listed = 0
+
+    async def list_tools(self) -> list[ListedTool]:
+        """Every tool, as the SDK lists them; one more listing counted."""
+        CountingServer.listed += 1
+        return await super().list_tools()
+
+
+server = CountingServer("demo")
 
 
 @server.tool()
@@ -59,16 +73,39 @@ def picture() -> list[Any]:
     ]
 
 
+def _extra() -> str:
+    """An extra tool, added while the server runs."""
+    return "extra!"
+
+
 @server.tool()
-def grow() -> str:
-    """Add a tool named `extra` to this server."""
-
-    def extra() -> str:
-        """An extra tool, added while the server runs."""
-        return "extra!"
-
-    server.add_tool(extra)
+async def grow(ctx: Context) -> str:
+    """Add a tool named `extra` to this server, and say that the tool list changed."""
+    server.add_tool(_extra, name="extra")
+    await ctx.notify_tools_changed()
     return "grown"
+
+
+@server.tool()
+def grow_quietly() -> str:
+    """Add a tool named `extra` to this server, and tell no one."""
+    server.add_tool(_extra, name="extra")
+    return "grown"
+
+
+@server.tool()
+def hang_up() -> str:
+    """End every `subscriptions/listen` stream, gracefully, as the server stays up."""
+    listen = server._lowlevel_server.get_request_handler("subscriptions/listen")
+    assert listen is not None
+    listen.handler.close()
+    return "hung up"
+
+
+@server.tool()
+def listings() -> int:
+    """How many `tools/list` requests this server has answered."""
+    return CountingServer.listed
 
 
 @server.tool()

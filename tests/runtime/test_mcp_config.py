@@ -76,6 +76,27 @@ def test_the_settings_defaults_are_the_servers() -> None:
     assert (table.timeout, table.startup_timeout) == (server.timeout, server.startup_timeout)
 
 
+def test_tools_ttl_is_configured_per_server() -> None:
+    """``tools_ttl``: unset as MCPServer's default, zero or more seconds, passed to the server."""
+    assert MCPServerConfig(command=["x"]).tools_ttl is MCPServer("x", command=["x"]).tools_ttl
+    for value, expected in [(-1, "greater than or equal to 0"), ("inf", "finite number")]:
+        with pytest.raises(ConfigError) as raised:
+            load_settings(
+                overrides={"mcp": {"servers": {"x": {"command": ["x"], "tools_ttl": value}}}},
+                environ={},
+            )
+        assert "'mcp.servers.x.tools_ttl'" in str(raised.value)
+        assert expected in str(raised.value)
+    container = load_container(
+        environ={
+            "FNCORE_MCP__SERVERS__TIME__COMMAND": json.dumps([TIME_SERVER]),
+            "FNCORE_MCP__SERVERS__TIME__TOOLS_TTL": "0",
+        }
+    )
+    [server] = container.mcp_servers()
+    assert server.tools_ttl == 0.0
+
+
 def test_the_environment_configures_a_server() -> None:
     """FNCORE_MCP__SERVERS__... variables work like any setting."""
     settings = load_settings(
