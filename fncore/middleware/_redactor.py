@@ -6,6 +6,9 @@ directions: ``inward`` (towards the model: every strategy applies, values become
 placeholders) or ``outward`` (from the model: placeholders are restored, values the model
 wrote itself get their strategy, except ``pseudonymize``, which has nothing to hide from
 the one who owns the value). A `Streamer` applies a pass to text arriving in pieces.
+
+An inward pass may be given the `Memo` of its `redact_pii`: it then redacts each text and
+each conversation once, and later requests only what they add (see ``_redact_memo``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from fncore.core import (
     ToolResultPart,
 )
 from fncore.middleware._pii import Detector, Span, find
+from fncore.middleware._redact_memo import Memo, Owner, Uses, holds, size
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block", "pseudonymize"]
 """What happens to a value found: see the `redact_pii` page."""
@@ -55,26 +59,49 @@ class Rules:
     detectors: tuple[Detector, ...]
     strategies: Mapping[str, Strategy]
     salt: bytes | None = field(repr=False)
+    _outward: tuple[Detector, ...] = field(init=False, repr=False, compare=False)
+    """The detectors of an outward pass: those whose strategy is not ``pseudonymize``."""
+
+    def __post_init__(self) -> None:
+        kept = tuple(d for d in self.detectors if self.strategies[d.name] != "pseudonymize")
+        object.__setattr__(self, "_outward", kept)
 
     @property
     def pseudonymizes(self) -> bool:
         """Whether some detector's strategy is ``pseudonymize`` (so pseudonyms are kept)."""
         return "pseudonymize" in self.strategies.values()
 
-    def inward(self, pseudonyms: dict[str, str] | None) -> Pass:
-        """A pass for what goes to the model."""
-        return Pass(self, self.detectors, pseudonyms, restore=False)
+    def inward(
+        self, pseudonyms: dict[str, str] | None, memo: Memo | None = None, owner: Owner = None
+    ) -> Pass:
+        """A pass for what goes to the model.
+
+        Args:
+            pseudonyms: The run's pseudonyms (``None`` when nothing pseudonymizes).
+            memo: What this configuration has redacted before, to reuse (none: scan all).
+            owner: Whose ``pseudonyms`` they are: the session's id, or ``pseudonyms``
+                themselves without a session.
+        """
+        return Pass(self, self.detectors, pseudonyms, restore=False, memo=memo, owner=owner)
 
     def outward(self, pseudonyms: dict[str, str] | None, *, restore: bool = True) -> Pass:
         """A pass for what comes from the model (``restore``: put the originals back)."""
-        kept = tuple(d for d in self.detectors if self.strategies[d.name] != "pseudonymize")
-        return Pass(self, kept, pseudonyms if restore else None, restore=restore)
+        return Pass(self, self._outward, pseudonyms if restore else None, restore=restore)
 
 
 class Pass:
     """One direction of redaction over one run's pseudonyms."""
 
-    __slots__ = ("_counts", "_detectors", "_originals", "_placeholders", "_rules")
+    __slots__ = (
+        "_counts",
+        "_detectors",
+        "_memo",
+        "_originals",
+        "_owner",
+        "_placeholders",
+        "_rules",
+        "_used",
+    )
 
     def __init__(
         self,
@@ -83,11 +110,19 @@ class Pass:
         pseudonyms: dict[str, str] | None,
         *,
         restore: bool,
+        memo: Memo | None = None,
+        owner: Owner = None,
     ) -> None:
         self._rules = rules
         self._originals = pseudonyms  # placeholder -> value (shared with the run's state)
         self._placeholders: dict[str, str] | None = None
         self._counts: dict[str, int] = {}
+        self._memo = memo
+        self._owner = owner
+        self._used: list[tuple[str, str]] | None = (
+            [] if memo is not None and pseudonyms is not None else None
+        )
+        """Every placeholder this pass gave or reused, with its value, for the memo."""
         if pseudonyms is not None and restore and pseudonyms:
             restored = Detector("placeholder", "", self._known_placeholders, loose=True)
             detectors = (restored, *detectors)
@@ -121,6 +156,8 @@ class Pass:
             found = f"<{label}_{number}>"
             originals[found] = value
             placeholders[value] = found
+        if self._used is not None:
+            self._used.append((found, value))
         return found
 
     def replacement(self, span: Span, value: str) -> str:
@@ -168,7 +205,21 @@ class Pass:
         """
         if not text:
             return text
-        return self.apply(text, self.spans(text))
+        memo = self._memo
+        if memo is None:
+            return self.apply(text, self.spans(text))
+        known = memo.texts.get(text)
+        used = self._used
+        if known is not None and holds(known[1], known[2], self._owner, self._originals):
+            if known[1] and used is not None:
+                used.extend(known[1])
+            return known[0]
+        mark = 0 if used is None else len(used)
+        out = self.apply(text, self.spans(text))
+        uses = _distinct(used, mark)
+        weight = len(text) if out is text else len(text) + len(out)
+        memo.texts.put(text, (out, uses, self._owner if uses else None), weight)
+        return out
 
     def json(self, raw: str) -> str:
         """JSON text with every string in it passed through `text` (as text, if not JSON)."""
@@ -187,8 +238,16 @@ class Pass:
             items = [self.data(v) for v in value]
             return value if all(a is b for a, b in zip(items, value, strict=True)) else items
         if isinstance(value, dict):
-            pairs = {k: self.data(v) for k, v in value.items()}
-            return value if all(pairs[k] is value[k] for k in value) else pairs
+            pairs: dict[object, object] | None = None
+            for key, item in value.items():
+                if type(item) in _SCALARS:
+                    continue
+                changed = self.data(item)
+                if changed is not item:
+                    if pairs is None:
+                        pairs = dict(value)
+                    pairs[key] = changed
+            return value if pairs is None else pairs
         return value
 
     def part(self, part: Part) -> Part:
@@ -216,12 +275,59 @@ class Pass:
 
     def request(self, request: ModelRequest) -> ModelRequest:
         """Every message and the instructions of a request passed."""
-        messages = tuple([self.message(m) for m in request.messages])
+        messages = self.messages(request.messages)
         instructions = self.text(request.instructions)
-        same = all(a is b for a, b in zip(messages, request.messages, strict=True))
-        if same and instructions == request.instructions:
+        if messages is request.messages and instructions == request.instructions:
             return request
         return replace(request, messages=messages, instructions=instructions)
+
+    def messages(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """Each message passed (``messages`` itself if none changed).
+
+        With a memo, the longest start of ``messages`` redacted before is reused, and the
+        messages after it are passed and remembered with it.
+        """
+        memo = self._memo
+        if memo is None or not messages:
+            return self._each(messages, 0, (), same=True)
+        known = memo.conversations
+        start, weight, same = 0, 0, True
+        done: tuple[Message, ...] = ()
+        uses: Uses = ()
+        for index in range(len(messages) - 1, -1, -1):
+            key = id(messages[index])
+            entry = known.get(key)
+            if entry is None:
+                continue
+            inputs, outputs, their_uses, owner, their_weight = entry
+            if (
+                len(inputs) == index + 1
+                and holds(their_uses, owner, self._owner, self._originals)
+                and messages[: index + 1] == inputs
+            ):
+                if index + 1 == len(messages):
+                    return messages if outputs is inputs else outputs
+                start, done, uses, weight = index + 1, outputs, their_uses, their_weight
+                same = outputs is inputs
+                break
+        used = self._used
+        mark = 0 if used is None else len(used)
+        out = self._each(messages, start, done, same=same)
+        if used is not None and len(used) > mark:
+            uses = tuple(dict.fromkeys((*uses, *used[mark:])))
+        weight += sum([size(m) for m in messages[start:]])
+        key = id(messages[-1])
+        known.put(key, (messages, out, uses, self._owner if uses else None, weight), weight)
+        return out
+
+    def _each(
+        self, messages: tuple[Message, ...], start: int, done: tuple[Message, ...], *, same: bool
+    ) -> tuple[Message, ...]:
+        """``done`` and the messages from ``start`` on passed (``messages`` if all same)."""
+        rest = [self.message(m) for m in messages[start:]]
+        if same and all(a is b for a, b in zip(rest, messages[start:], strict=True)):
+            return messages
+        return (*done, *rest) if start else tuple(rest)
 
     def response(self, response: ModelResponse, tool_arguments: Pass) -> ModelResponse:
         """A response passed: its text by this pass, its tool calls' arguments by the other."""
@@ -234,6 +340,17 @@ class Pass:
         if all(a is b for a, b in zip(parts, response.message.parts, strict=True)):
             return response
         return replace(response, message=replace(response.message, parts=parts))
+
+
+_SCALARS = frozenset([int, float, bool, type(None)])
+"""The JSON values that hold no text."""
+
+
+def _distinct(used: list[tuple[str, str]] | None, mark: int) -> Uses:
+    """The pairs of ``used`` from ``mark`` on, each once."""
+    if used is None or len(used) == mark:
+        return ()
+    return tuple(dict.fromkeys(used[mark:]))
 
 
 class Streamer:
