@@ -117,17 +117,18 @@ class Clues:
     def digits(self) -> str:
         """The text by digit, capital and ``.``."""
         if self._digits is None:
-            raw = self.text.encode("utf-8", "surrogatepass")
-            self._digits = raw.translate(_DIGIT_CLASSES).decode("ascii")
+            self._digits = self._by(_DIGIT_CLASSES)
         return self._digits
 
     @property
     def hexes(self) -> str:
         """The text by hexadecimal digit and separator."""
         if self._hexes is None:
-            raw = self.text.encode("utf-8", "surrogatepass")
-            self._hexes = raw.translate(_HEX_CLASSES).decode("ascii")
+            self._hexes = self._by(_HEX_CLASSES)
         return self._hexes
+
+    def _by(self, classes: bytes) -> str:
+        return self.text.encode("utf-8", "surrogatepass").translate(classes).decode("ascii")
 
 
 _PLAIN = bytes.maketrans(b"0123456789", bytes(range(10)))

@@ -33,7 +33,7 @@ from fncore.core import (
     ToolResultPart,
 )
 from fncore.middleware._pii import Detector, Span, find
-from fncore.middleware._redact_memo import Memo, Owner, Uses, holds, size
+from fncore.middleware._redact_memo import Conversation, Memo, Owner, Spread, Uses, holds, size
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block", "pseudonymize"]
 """What happens to a value found: see the `redact_pii` page."""
@@ -213,12 +213,15 @@ class Pass:
         if known is not None and holds(known[1], known[2], self._owner, self._originals):
             if known[1] and used is not None:
                 used.extend(known[1])
-            return known[0]
+            return text if known[0] is None else known[0]  # unchanged: the text itself
         mark = 0 if used is None else len(used)
         out = self.apply(text, self.spans(text))
         uses = _distinct(used, mark)
-        weight = len(text) if out is text else len(text) + len(out)
-        memo.texts.put(text, (out, uses, self._owner if uses else None), weight)
+        if out is text:
+            memo.texts.put(text, (None, uses, None), len(text))
+        else:
+            owner = self._owner if uses else None
+            memo.texts.put(text, (out, uses, owner), len(text) + len(out))
         return out
 
     def json(self, raw: str) -> str:
@@ -285,49 +288,59 @@ class Pass:
         """Each message passed (``messages`` itself if none changed).
 
         With a memo, the longest start of ``messages`` redacted before is reused, and the
-        messages after it are passed and remembered with it.
+        messages after it are passed and remembered with it (see `Conversations`).
         """
         memo = self._memo
-        if memo is None or not messages:
-            return self._each(messages, 0, (), same=True)
-        known = memo.conversations
-        start, weight, same = 0, 0, True
-        done: tuple[Message, ...] = ()
-        uses: Uses = ()
-        for index in range(len(messages) - 1, -1, -1):
-            key = id(messages[index])
-            entry = known.get(key)
-            if entry is None:
-                continue
-            inputs, outputs, their_uses, owner, their_weight = entry
-            if (
-                len(inputs) == index + 1
-                and holds(their_uses, owner, self._owner, self._originals)
-                and messages[: index + 1] == inputs
-            ):
-                if index + 1 == len(messages):
-                    return messages if outputs is inputs else outputs
-                start, done, uses, weight = index + 1, outputs, their_uses, their_weight
-                same = outputs is inputs
-                break
-        used = self._used
-        mark = 0 if used is None else len(used)
-        out = self._each(messages, start, done, same=same)
-        if used is not None and len(used) > mark:
-            uses = tuple(dict.fromkeys((*uses, *used[mark:])))
-        weight += sum([size(m) for m in messages[start:]])
-        key = id(messages[-1])
-        known.put(key, (messages, out, uses, self._owner if uses else None, weight), weight)
+        if memo is None or len(messages) <= _SHORT:
+            passed = [self.message(m) for m in messages]
+            same = all(a is b for a, b in zip(passed, messages, strict=True))
+            return messages if same else tuple(passed)
+        found, length = memo.conversations.find(messages, self._owner, self._originals)
+        count = len(messages)
+        head: tuple[Message, ...] = ()
+        uses: Spread = ()
+        weight, changed = 0, count
+        if found is not None:
+            uses, weight = found.start(length)
+            if found.changed >= length:  # none of them changed: these very messages
+                if length == count:
+                    return messages
+                head = messages[:length]
+            else:
+                changed = found.changed
+                outputs = found.outputs
+                head = outputs if length == len(outputs) else outputs[:length]
+                if length == count:
+                    return head
+        passed, uses, changed = self._rest(messages, length, uses, changed)
+        out = messages if changed == count else head + tuple(passed)
+        weight += sum([size(m) for m in messages[length:]])
+        owner = self._owner if uses else None
+        new = Conversation(messages, out, changed, uses, owner, weight)
+        memo.conversations.keep(new, found, length)
         return out
 
-    def _each(
-        self, messages: tuple[Message, ...], start: int, done: tuple[Message, ...], *, same: bool
-    ) -> tuple[Message, ...]:
-        """``done`` and the messages from ``start`` on passed (``messages`` if all same)."""
-        rest = [self.message(m) for m in messages[start:]]
-        if same and all(a is b for a, b in zip(rest, messages[start:], strict=True)):
-            return messages
-        return (*done, *rest) if start else tuple(rest)
+    def _rest(
+        self, messages: tuple[Message, ...], start: int, uses: Spread, changed: int
+    ) -> tuple[list[Message], Spread, int]:
+        """The messages from ``start`` on passed, with the uses and first change so far."""
+        used = self._used
+        seen = {(p, v) for p, v, _ in uses} if used is not None else set()
+        more: list[tuple[str, str, int]] = []
+        passed: list[Message] = []
+        for index in range(start, len(messages)):
+            message = messages[index]
+            mark = 0 if used is None else len(used)
+            out = self.message(message)
+            passed.append(out)
+            if out is not message and changed == len(messages):
+                changed = index
+            if used is not None and len(used) > mark:
+                for pair in used[mark:]:
+                    if pair not in seen:
+                        seen.add(pair)
+                        more.append((*pair, index))
+        return passed, (*uses, *more) if more else uses, changed
 
     def response(self, response: ModelResponse, tool_arguments: Pass) -> ModelResponse:
         """A response passed: its text by this pass, its tool calls' arguments by the other."""
@@ -341,6 +354,10 @@ class Pass:
             return response
         return replace(response, message=replace(response.message, parts=parts))
 
+
+_SHORT = 8
+"""Requests of at most this many messages are passed message by message, each text found
+in the memo's texts: remembering them as a conversation would cost more than it saves."""
 
 _SCALARS = frozenset([int, float, bool, type(None)])
 """The JSON values that hold no text."""

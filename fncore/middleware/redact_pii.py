@@ -198,7 +198,16 @@ class _Redaction:
         memo: What it has redacted inward (``None``: nothing is remembered).
     """
 
-    __slots__ = ("block_message", "block_with", "keeps", "memo", "name", "rules", "window")
+    __slots__ = (
+        "block_message",
+        "block_with",
+        "keeps",
+        "memo",
+        "name",
+        "plain",
+        "rules",
+        "window",
+    )
 
     def __init__(
         self,
@@ -216,6 +225,13 @@ class _Redaction:
         self.window = window
         self.name = name
         self.memo = memo
+        self.plain = (
+            None
+            if self.keeps
+            else (rules.inward(None, memo), rules.outward(None), rules.outward(None, restore=False))
+        )
+        """Without pseudonyms a pass holds no state: the inward, outward and tool-argument
+        passes are made once, for every run."""
 
     def blocked(self, label: str, found_in: str, position: Position) -> Failure[Halt]:
         """How a run ends when ``label``, which is blocked, was found in ``found_in``."""
@@ -238,16 +254,23 @@ class _Redaction:
 
     def inward(self, run: RunInfo, kept: dict[str, str] | None) -> Pass:
         """The pass for what goes to the model in ``run``, with the memo."""
+        if self.plain is not None:
+            return self.plain[0]
         owner: Owner = None
         if kept is not None:
             owner = kept if run.session_id is None else run.session_id
         return self.rules.inward(kept, self.memo, owner)
 
+    def outward(self, kept: dict[str, str] | None) -> tuple[Pass, Pass]:
+        """The passes for what comes from the model: its text, and its tools' arguments."""
+        if self.plain is not None:
+            return self.plain[1], self.plain[2]
+        return self.rules.outward(kept), self.rules.outward(kept, restore=False)
+
     async def redact_call(
         self, ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
         """At ``model_call``: the request on its way in, the answer and stream on the way out."""
-        rules = self.rules
         kept = self.pseudonyms(ctx.run)
         try:
             request = self.inward(ctx.run, kept).request(ctx.request)
@@ -255,8 +278,7 @@ class _Redaction:
             return self.blocked(exc.label, "request", MODEL_CALL)
         if request is not ctx.request:
             ctx = dataclasses.replace(ctx, request=request)
-        outward = rules.outward(kept)
-        arguments = rules.outward(kept, restore=False)
+        outward, arguments = self.outward(kept)
         emit = ctx.run.emit
         stream = None
         if emit is not None:
@@ -278,11 +300,10 @@ class _Redaction:
         self, ctx: ToolCallContext, call_next: ToolCallNext
     ) -> Outcome[ToolResult]:
         """At ``tool_call``: the arguments before the tool runs, its result after."""
-        rules = self.rules
         kept = self.pseudonyms(ctx.run)
         try:
             given = ctx.args.model_dump()
-            args = rules.outward(kept).data(given)
+            args = self.outward(kept)[0].data(given)
         except Blocked as exc:
             return self.blocked(exc.label, "tool arguments", TOOL_CALL)
         if args is not given:

@@ -29,12 +29,23 @@ from fncore.testing import FunctionModel, ScriptedModel, tool_calls
 DETECTORS = tuple(BUILTIN.values())
 RULES = Rules(DETECTORS, {d.name: "redact" for d in DETECTORS}, None)
 
-CONVERSATION = (
-    Message.user("I am ann@example.org, card 4111 1111 1111 1111"),
-    Message("assistant", (ToolCallPart("c1", "lookup", '{"who": "ann@example.org"}'),)),
-    Message("tool", (ToolResultPart("c1", "lookup", "Ann, +44 20 7946 0958, host 10.0.0.1"),)),
-    Message.assistant("Noted, nothing to hide here."),
-)
+
+def turn(n: int) -> tuple[Message, ...]:
+    """Four messages of a turn, each with a value to redact but the answer."""
+    return (
+        Message.user(f"I am ann{n}@example.org, card 4111 1111 1111 1111"),
+        Message(
+            "assistant", (ToolCallPart(f"c{n}", "lookup", f'{{"who": "ann{n}@example.org"}}'),)
+        ),
+        Message(
+            "tool", (ToolResultPart(f"c{n}", "lookup", "Ann, +44 20 7946 0958, host 10.0.0.1"),)
+        ),
+        Message.assistant("Noted, nothing to hide here."),
+    )
+
+
+CONVERSATION = (*turn(1), *turn(2), *turn(3))
+"""Long enough to be remembered as a conversation (more than eight messages)."""
 
 
 def cold(messages: tuple[Message, ...]) -> tuple[Message, ...]:
@@ -60,10 +71,9 @@ def test_a_memo_hit_is_what_a_cold_scan_gives() -> None:
 def test_a_longer_conversation_redacts_only_what_it_adds() -> None:
     """A request that starts with one seen reuses its messages and redacts the rest."""
     memo = Memo(100_000)
-    first = RULES.inward(None, memo).request(ModelRequest(CONVERSATION[:2])).messages
+    first = RULES.inward(None, memo).request(ModelRequest(CONVERSATION[:10])).messages
     longer = RULES.inward(None, memo).request(ModelRequest(CONVERSATION)).messages
-    assert longer[0] is first[0]
-    assert longer[1] is first[1]
+    assert all(a is b for a, b in zip(longer[:10], first, strict=True))
     assert longer == cold(CONVERSATION)
 
 
@@ -71,10 +81,10 @@ def test_a_changed_message_at_the_same_place_is_redacted_again() -> None:
     """A message replaced by another text, at the same place, is scanned again."""
     memo = Memo(100_000)
     RULES.inward(None, memo).request(ModelRequest(CONVERSATION))
-    changed = (*CONVERSATION[:2], Message.user("now bob@example.org"), *CONVERSATION[3:])
+    changed = (*CONVERSATION[:4], Message.user("now bob@example.org"), *CONVERSATION[5:])
     out = RULES.inward(None, memo).request(ModelRequest(changed)).messages
     assert out == cold(changed)
-    assert out[2].text == "now [EMAIL]"
+    assert out[4].text == "now [EMAIL]"
 
 
 def test_an_equal_message_made_again_is_found_by_its_content() -> None:
