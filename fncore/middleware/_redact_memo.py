@@ -195,6 +195,11 @@ class Conversations:
         self._by_last: Generations[int, Conversation] = Generations(limit)
         self._by_first: Generations[int, tuple[Conversation, ...]] = Generations(limit)
 
+    @property
+    def weight(self) -> int:
+        """The characters held, counted once by each of the two ways to find them."""
+        return self._by_last.weight + self._by_first.weight
+
     def find(
         self, messages: tuple[Message, ...], owner: Owner, pseudonyms: dict[str, str] | None
     ) -> tuple[Conversation | None, int]:

@@ -110,6 +110,26 @@ def test_the_memo_is_bounded() -> None:
     assert RULES.inward(None, memo).text("message 499 from user499@example.org").endswith("[EMAIL]")
 
 
+def test_a_turn_tried_again_reuses_the_start_it_shares() -> None:
+    """A request that goes another way after a shared start reuses that start."""
+    memo = Memo(100_000)
+    first = RULES.inward(None, memo).request(ModelRequest(CONVERSATION)).messages
+    other = (*CONVERSATION[:8], Message.user("no, write to bob@example.org"))
+    out = RULES.inward(None, memo).request(ModelRequest(other)).messages
+    assert all(a is b for a, b in zip(out[:8], first[:8], strict=True))
+    assert out == cold(other)
+    assert out[-1].text == "no, write to [EMAIL]"
+
+
+def test_remembered_conversations_are_bounded() -> None:
+    """However many conversations pass, those remembered hold at most the limit."""
+    memo = Memo(5_000)
+    for n in range(100):
+        messages = tuple(turn(n * 10 + k)[i] for k in range(3) for i in range(4))
+        assert RULES.inward(None, memo).request(ModelRequest(messages)).messages == cold(messages)
+        assert memo.conversations.weight <= 2 * 5_000
+
+
 def test_generations_keep_what_is_used_and_drop_the_rest() -> None:
     """An entry used again survives a turnover; one never used again is dropped."""
     kept: Generations[str, int] = Generations(10)
