@@ -6,6 +6,9 @@ directions: ``inward`` (towards the model: every strategy applies, values become
 placeholders) or ``outward`` (from the model: placeholders are restored, values the model
 wrote itself get their strategy, except ``pseudonymize``, which has nothing to hide from
 the one who owns the value). A `Streamer` applies a pass to text arriving in pieces.
+
+An inward pass may be given the `Memo` of its `redact_pii`: it then redacts each text and
+each conversation once, and later requests only what they add (see ``_redact_memo``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from fncore.core import (
     ToolResultPart,
 )
 from fncore.middleware._pii import Detector, Span, find
+from fncore.middleware._redact_memo import Conversation, Memo, Owner, Spread, Uses, holds, size
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block", "pseudonymize"]
 """What happens to a value found: see the `redact_pii` page."""
@@ -55,26 +59,49 @@ class Rules:
     detectors: tuple[Detector, ...]
     strategies: Mapping[str, Strategy]
     salt: bytes | None = field(repr=False)
+    _outward: tuple[Detector, ...] = field(init=False, repr=False, compare=False)
+    """The detectors of an outward pass: those whose strategy is not ``pseudonymize``."""
+
+    def __post_init__(self) -> None:
+        kept = tuple(d for d in self.detectors if self.strategies[d.name] != "pseudonymize")
+        object.__setattr__(self, "_outward", kept)
 
     @property
     def pseudonymizes(self) -> bool:
         """Whether some detector's strategy is ``pseudonymize`` (so pseudonyms are kept)."""
         return "pseudonymize" in self.strategies.values()
 
-    def inward(self, pseudonyms: dict[str, str] | None) -> Pass:
-        """A pass for what goes to the model."""
-        return Pass(self, self.detectors, pseudonyms, restore=False)
+    def inward(
+        self, pseudonyms: dict[str, str] | None, memo: Memo | None = None, owner: Owner = None
+    ) -> Pass:
+        """A pass for what goes to the model.
+
+        Args:
+            pseudonyms: The run's pseudonyms (``None`` when nothing pseudonymizes).
+            memo: What this configuration has redacted before, to reuse (none: scan all).
+            owner: Whose ``pseudonyms`` they are: the session's id, or ``pseudonyms``
+                themselves without a session.
+        """
+        return Pass(self, self.detectors, pseudonyms, restore=False, memo=memo, owner=owner)
 
     def outward(self, pseudonyms: dict[str, str] | None, *, restore: bool = True) -> Pass:
         """A pass for what comes from the model (``restore``: put the originals back)."""
-        kept = tuple(d for d in self.detectors if self.strategies[d.name] != "pseudonymize")
-        return Pass(self, kept, pseudonyms if restore else None, restore=restore)
+        return Pass(self, self._outward, pseudonyms if restore else None, restore=restore)
 
 
 class Pass:
     """One direction of redaction over one run's pseudonyms."""
 
-    __slots__ = ("_counts", "_detectors", "_originals", "_placeholders", "_rules")
+    __slots__ = (
+        "_counts",
+        "_detectors",
+        "_memo",
+        "_originals",
+        "_owner",
+        "_placeholders",
+        "_rules",
+        "_used",
+    )
 
     def __init__(
         self,
@@ -83,11 +110,19 @@ class Pass:
         pseudonyms: dict[str, str] | None,
         *,
         restore: bool,
+        memo: Memo | None = None,
+        owner: Owner = None,
     ) -> None:
         self._rules = rules
         self._originals = pseudonyms  # placeholder -> value (shared with the run's state)
         self._placeholders: dict[str, str] | None = None
         self._counts: dict[str, int] = {}
+        self._memo = memo
+        self._owner = owner
+        self._used: list[tuple[str, str]] | None = (
+            [] if memo is not None and pseudonyms is not None else None
+        )
+        """Every placeholder this pass gave or reused, with its value, for the memo."""
         if pseudonyms is not None and restore and pseudonyms:
             restored = Detector("placeholder", "", self._known_placeholders, loose=True)
             detectors = (restored, *detectors)
@@ -121,6 +156,8 @@ class Pass:
             found = f"<{label}_{number}>"
             originals[found] = value
             placeholders[value] = found
+        if self._used is not None:
+            self._used.append((found, value))
         return found
 
     def replacement(self, span: Span, value: str) -> str:
@@ -168,7 +205,24 @@ class Pass:
         """
         if not text:
             return text
-        return self.apply(text, self.spans(text))
+        memo = self._memo
+        if memo is None:
+            return self.apply(text, self.spans(text))
+        known = memo.texts.get(text)
+        used = self._used
+        if known is not None and holds(known[1], known[2], self._owner, self._originals):
+            if known[1] and used is not None:
+                used.extend(known[1])
+            return text if known[0] is None else known[0]  # unchanged: the text itself
+        mark = 0 if used is None else len(used)
+        out = self.apply(text, self.spans(text))
+        uses = _distinct(used, mark)
+        if out is text:
+            memo.texts.put(text, (None, uses, None), len(text))
+        else:
+            owner = self._owner if uses else None
+            memo.texts.put(text, (out, uses, owner), len(text) + len(out))
+        return out
 
     def json(self, raw: str) -> str:
         """JSON text with every string in it passed through `text` (as text, if not JSON)."""
@@ -187,8 +241,16 @@ class Pass:
             items = [self.data(v) for v in value]
             return value if all(a is b for a, b in zip(items, value, strict=True)) else items
         if isinstance(value, dict):
-            pairs = {k: self.data(v) for k, v in value.items()}
-            return value if all(pairs[k] is value[k] for k in value) else pairs
+            pairs: dict[object, object] | None = None
+            for key, item in value.items():
+                if type(item) in _SCALARS:
+                    continue
+                changed = self.data(item)
+                if changed is not item:
+                    if pairs is None:
+                        pairs = dict(value)
+                    pairs[key] = changed
+            return value if pairs is None else pairs
         return value
 
     def part(self, part: Part) -> Part:
@@ -216,12 +278,69 @@ class Pass:
 
     def request(self, request: ModelRequest) -> ModelRequest:
         """Every message and the instructions of a request passed."""
-        messages = tuple([self.message(m) for m in request.messages])
+        messages = self.messages(request.messages)
         instructions = self.text(request.instructions)
-        same = all(a is b for a, b in zip(messages, request.messages, strict=True))
-        if same and instructions == request.instructions:
+        if messages is request.messages and instructions == request.instructions:
             return request
         return replace(request, messages=messages, instructions=instructions)
+
+    def messages(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """Each message passed (``messages`` itself if none changed).
+
+        With a memo, the longest start of ``messages`` redacted before is reused, and the
+        messages after it are passed and remembered with it (see `Conversations`).
+        """
+        memo = self._memo
+        if memo is None or len(messages) <= _SHORT:
+            passed = [self.message(m) for m in messages]
+            same = all(a is b for a, b in zip(passed, messages, strict=True))
+            return messages if same else tuple(passed)
+        found, length = memo.conversations.find(messages, self._owner, self._originals)
+        count = len(messages)
+        head: tuple[Message, ...] = ()
+        uses: Spread = ()
+        weight, changed = 0, count
+        if found is not None:
+            uses, weight = found.start(length)
+            if found.changed >= length:  # none of them changed: these very messages
+                if length == count:
+                    return messages
+                head = messages[:length]
+            else:
+                changed = found.changed
+                outputs = found.outputs
+                head = outputs if length == len(outputs) else outputs[:length]
+                if length == count:
+                    return head
+        passed, uses, changed = self._rest(messages, length, uses, changed)
+        out = messages if changed == count else head + tuple(passed)
+        weight += sum([size(m) for m in messages[length:]])
+        owner = self._owner if uses else None
+        new = Conversation(messages, out, changed, uses, owner, weight)
+        memo.conversations.keep(new, found, length)
+        return out
+
+    def _rest(
+        self, messages: tuple[Message, ...], start: int, uses: Spread, changed: int
+    ) -> tuple[list[Message], Spread, int]:
+        """The messages from ``start`` on passed, with the uses and first change so far."""
+        used = self._used
+        seen = {(p, v) for p, v, _ in uses} if used is not None else set()
+        more: list[tuple[str, str, int]] = []
+        passed: list[Message] = []
+        for index in range(start, len(messages)):
+            message = messages[index]
+            mark = 0 if used is None else len(used)
+            out = self.message(message)
+            passed.append(out)
+            if out is not message and changed == len(messages):
+                changed = index
+            if used is not None and len(used) > mark:
+                for pair in used[mark:]:
+                    if pair not in seen:
+                        seen.add(pair)
+                        more.append((*pair, index))
+        return passed, (*uses, *more) if more else uses, changed
 
     def response(self, response: ModelResponse, tool_arguments: Pass) -> ModelResponse:
         """A response passed: its text by this pass, its tool calls' arguments by the other."""
@@ -234,6 +353,21 @@ class Pass:
         if all(a is b for a, b in zip(parts, response.message.parts, strict=True)):
             return response
         return replace(response, message=replace(response.message, parts=parts))
+
+
+_SHORT = 8
+"""Requests of at most this many messages are passed message by message, each text found
+in the memo's texts: remembering them as a conversation would cost more than it saves."""
+
+_SCALARS = frozenset([int, float, bool, type(None)])
+"""The JSON values that hold no text."""
+
+
+def _distinct(used: list[tuple[str, str]] | None, mark: int) -> Uses:
+    """The pairs of ``used`` from ``mark`` on, each once."""
+    if used is None or len(used) == mark:
+        return ()
+    return tuple(dict.fromkeys(used[mark:]))
 
 
 class Streamer:

@@ -11,6 +11,9 @@ Strategies: ``redact`` (``[EMAIL]``), ``mask`` (all but the last 4 characters), 
 message) and ``pseudonymize`` (``<EMAIL_1>`` for the model; the originals back in its
 answer and in the tools' arguments). The pseudonyms live in the session's state, so a
 conversation that goes on keeps them; without a session, that state is the reply's own.
+
+What goes to the model is remembered once redacted (`Memo`): a later round, or a later turn,
+redacts only the messages it adds. A message that changed is redacted again.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._pii import BUILTIN, BUILTIN_NAMES, Builtin, Detector, Finder
 from fncore.middleware._place import place
+from fncore.middleware._redact_memo import Memo, Owner
 from fncore.middleware._redactor import PSEUDONYMS, Blocked, Pass, Rules, Strategy, Streamer
 
 __all__ = ["PIIBlocked", "redact_pii"]
@@ -182,6 +186,8 @@ class _Redaction:
     """One configured `redact_pii`: its middleware at each position, as methods.
 
     It keeps nothing per run: the pseudonyms live in the session's state (`PSEUDONYMS`).
+    Its `Memo` holds what it redacted inward, for every run (an entry that relies on a
+    session's pseudonyms serves that session only).
 
     Args:
         rules: The detectors and what each does with a value found.
@@ -189,9 +195,19 @@ class _Redaction:
         block_message: The answer of a run that ``block`` terminates.
         window: How many characters of streamed text are held back, at least.
         name: The middleware's name, for errors.
+        memo: What it has redacted inward (``None``: nothing is remembered).
     """
 
-    __slots__ = ("block_message", "block_with", "keeps", "name", "rules", "window")
+    __slots__ = (
+        "block_message",
+        "block_with",
+        "keeps",
+        "memo",
+        "name",
+        "plain",
+        "rules",
+        "window",
+    )
 
     def __init__(
         self,
@@ -200,6 +216,7 @@ class _Redaction:
         block_message: str,
         window: int,
         name: str,
+        memo: Memo | None,
     ) -> None:
         self.rules = rules
         self.keeps = rules.pseudonymizes
@@ -207,6 +224,14 @@ class _Redaction:
         self.block_message = block_message
         self.window = window
         self.name = name
+        self.memo = memo
+        self.plain = (
+            None
+            if self.keeps
+            else (rules.inward(None, memo), rules.outward(None), rules.outward(None, restore=False))
+        )
+        """Without pseudonyms a pass holds no state: the inward, outward and tool-argument
+        passes are made once, for every run."""
 
     def blocked(self, label: str, found_in: str, position: Position) -> Failure[Halt]:
         """How a run ends when ``label``, which is blocked, was found in ``found_in``."""
@@ -227,20 +252,33 @@ class _Redaction:
         """The session's pseudonyms, if any detector pseudonymizes."""
         return run.session_state.get(PSEUDONYMS) if self.keeps else None
 
+    def inward(self, run: RunInfo, kept: dict[str, str] | None) -> Pass:
+        """The pass for what goes to the model in ``run``, with the memo."""
+        if self.plain is not None:
+            return self.plain[0]
+        owner: Owner = None
+        if kept is not None:
+            owner = kept if run.session_id is None else run.session_id
+        return self.rules.inward(kept, self.memo, owner)
+
+    def outward(self, kept: dict[str, str] | None) -> tuple[Pass, Pass]:
+        """The passes for what comes from the model: its text, and its tools' arguments."""
+        if self.plain is not None:
+            return self.plain[1], self.plain[2]
+        return self.rules.outward(kept), self.rules.outward(kept, restore=False)
+
     async def redact_call(
         self, ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
         """At ``model_call``: the request on its way in, the answer and stream on the way out."""
-        rules = self.rules
         kept = self.pseudonyms(ctx.run)
         try:
-            request = rules.inward(kept).request(ctx.request)
+            request = self.inward(ctx.run, kept).request(ctx.request)
         except Blocked as exc:
             return self.blocked(exc.label, "request", MODEL_CALL)
         if request is not ctx.request:
             ctx = dataclasses.replace(ctx, request=request)
-        outward = rules.outward(kept)
-        arguments = rules.outward(kept, restore=False)
+        outward, arguments = self.outward(kept)
         emit = ctx.run.emit
         stream = None
         if emit is not None:
@@ -262,11 +300,10 @@ class _Redaction:
         self, ctx: ToolCallContext, call_next: ToolCallNext
     ) -> Outcome[ToolResult]:
         """At ``tool_call``: the arguments before the tool runs, its result after."""
-        rules = self.rules
         kept = self.pseudonyms(ctx.run)
         try:
             given = ctx.args.model_dump()
-            args = rules.outward(kept).data(given)
+            args = self.outward(kept)[0].data(given)
         except Blocked as exc:
             return self.blocked(exc.label, "tool arguments", TOOL_CALL)
         if args is not given:
@@ -277,7 +314,7 @@ class _Redaction:
             return outcome
         result: ToolResult = outcome.unwrap()
         try:
-            content = rules.inward(kept).text(result.content)
+            content = self.inward(ctx.run, kept).text(result.content)
         except Blocked as exc:
             return self.blocked(exc.label, "tool result", TOOL_CALL)
         if content == result.content:
@@ -296,6 +333,7 @@ def redact_pii(
     block_with: Literal["error", "terminate"] = "error",
     block_message: str = BLOCK_MESSAGE,
     window: Annotated[int, Field(ge=1)] = 256,
+    memo_chars: Annotated[int, Field(ge=0)] = 4_000_000,
     name: str = "redact_pii",
 ) -> Registry:
     """Keep personal data and secrets from the model, the traces and the stream.
@@ -319,6 +357,11 @@ def redact_pii(
         window: How many characters of streamed text are held back, at least: the longest
             a value can be before it is recognisable (a value found is held however long it
             grows).
+        memo_chars: How many characters of text already redacted for the model are
+            remembered, so later rounds and turns redact only what is new (``0``: none).
+            It bounds both what it remembers: texts, and conversations. A custom
+            detector that is a function turns the memo off (it may find more than the
+            text tells).
         name: The middleware's name at both positions.
 
     Returns:
@@ -341,7 +384,9 @@ def redact_pii(
     if not rules.detectors:
         msg = "redact_pii has nothing to find: keep some detectors, or add custom ones"
         raise ValueError(msg)
-    redaction = _Redaction(rules, block_with, block_message, window, name)
+    pure = not any(callable(how) for how in (custom or {}).values())
+    memo = Memo(memo_chars) if memo_chars and pure else None
+    redaction = _Redaction(rules, block_with, block_message, window, name, memo)
     registry = Registry()
     where = place("redact_pii")
     registry.on(MODEL_CALL, name=name, **where)(redaction.redact_call)
