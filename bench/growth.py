@@ -24,11 +24,12 @@ committed its four messages after the history unchanged (nothing compacted). So 
 timed turn starts at exactly its stated length, with what remembers earlier turns (a memo,
 a cache) as warm as a conversation's next turn finds it.
 
-Workloads, in interleaved rounds in one process; each figure is the minimum over rounds of
-the mean per turn (noise only ever adds time). A round times ``--runs`` turns (40) of each
-workload on 1,000 messages and ten times as many on 10 or 100. Each turn is timed alone,
-from ``agent.run`` to its result. The exporter and the rate limit's windows are emptied
-between rounds.
+Workloads, in rounds in one process; each figure is the minimum over rounds of the mean per
+turn (noise only ever adds time). A round is ``--runs`` (40) steps, and a step takes one
+turn of each workload on 1,000 messages and ten of each on 10 or 100, round-robin, so that
+every workload is timed over the same stretch of time, and a busy machine slows them alike.
+Each turn is timed alone, from ``agent.run`` to its result. The exporter and the rate
+limit's windows are emptied after each step, outside the timing.
 
 * ``stack`` at 10, 100 and 1,000 messages: ``turn_us_10``, ``turn_us_100``,
   ``turn_us_1000``; ``growth_ratio`` is ``turn_us_1000 / turn_us_10`` (target: at most 1.5);
@@ -184,14 +185,17 @@ class Conversation:
             msg = f"{self.name}: conflict while cutting the session back"
             raise RuntimeError(msg)
 
-    async def mean_us(self, runs: int) -> float:
-        """Mean µs of ``runs`` turns (more on a short history), each with a new prompt."""
-        if len(self.history) < LARGE:
-            runs *= SHORT_TURNS
+    @property
+    def turns_per_step(self) -> int:
+        """Turns this conversation takes in each step of a round (more on a short history)."""
+        return 1 if len(self.history) >= LARGE else SHORT_TURNS
+
+    async def seconds(self) -> float:
+        """The seconds of one step's turns, each with a prompt never sent before."""
         total = 0.0
-        for text in _measure.prompts(runs, vary=True):
+        for text in _measure.prompts(self.turns_per_step, vary=True):
             total += await self.turn(text)
-        return total / runs * 1e6
+        return total
 
 
 class Setup:
@@ -244,19 +248,30 @@ class Setup:
         self.sdk.clear()
 
 
+async def steps(setup: Setup, runs: int) -> dict[str, float]:
+    """Each conversation's mean µs per turn over ``runs`` steps of turns, round-robin.
+
+    A step takes each conversation's turns in turn, so that every workload's figure comes
+    from the same stretch of time; the exporter and the windows are emptied after each.
+    """
+    totals = dict.fromkeys((c.name for c in setup.conversations), 0.0)
+    for _ in range(runs):
+        for conversation in setup.conversations:
+            totals[conversation.name] += await conversation.seconds()
+        await setup.between()
+    return {c.name: totals[c.name] / (runs * c.turns_per_step) * 1e6 for c in setup.conversations}
+
+
 async def measure(rounds: int, runs: int) -> _measure.Figures:
     """Every figure: µs per turn (minimum over rounds of the round's mean), and ratios."""
     setup = Setup()
     await setup.check()
-    for conversation in setup.conversations:  # warm up: what is made once, memos filled
-        await conversation.mean_us(max(runs // 4, 2))
-    await setup.between()
+    await steps(setup, max(runs // 4, 2))  # warm up: what is made once, memos filled
     best = dict.fromkeys((c.name for c in setup.conversations), float("inf"))
     for _ in range(rounds):
-        for conversation in setup.conversations:
-            gc.collect()
-            best[conversation.name] = min(best[conversation.name], await conversation.mean_us(runs))
-            await setup.between()
+        gc.collect()
+        for name, us in (await steps(setup, runs)).items():
+            best[name] = min(best[name], us)
     turn = {size: best[f"stack_{size}"] for size in SIZES}
     without = {
         size: {name: best[f"without_{name}_{size}"] for name in setup.names}
@@ -300,7 +315,8 @@ def report(figures: _measure.Figures) -> str:
     small, large = figures[f"bare_turn_us_{SMALL}"], figures[f"bare_turn_us_{LARGE}"]
     lines = [
         f"one turn of a conversation as it grows ({figures['rounds']} rounds of "
-        f"{figures['runs']} turns, {SHORT_TURNS}x on shorter histories; minimum of round means)",
+        f"{figures['runs']} steps of turns, {SHORT_TURNS}x on shorter histories; minimum of "
+        "round means)",
         "turn: load the session, 1 new user message -> model calls add(a, b) -> tool runs ->",
         "      model answers text (the model yields once a call), commit 4 messages",
         "stack: trace (SDK), retry, limit_calls, budget, rate_limit (memory://), cache (miss),",
