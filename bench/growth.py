@@ -28,8 +28,13 @@ Workloads, in rounds in one process; each figure is the minimum over rounds of t
 turn (noise only ever adds time). A round is ``--runs`` (40) steps, and a step takes one
 turn of each workload on 1,000 messages and ten of each on 10 or 100, round-robin, so that
 every workload is timed over the same stretch of time, and a busy machine slows them alike.
-Each turn is timed alone, from ``agent.run`` to its result. The exporter and the rate
-limit's windows are emptied after each step, outside the timing.
+Each turn is timed alone, from ``agent.run`` to its result. Between two workloads the
+event loop gets a millisecond, untimed, so that what one left scheduled (a worker thread's
+result, a timer) is not timed in the next one's turns. The exporter and the rate limit's
+windows are emptied after each step, outside the timing. What the benchmark holds
+(every workload's session and agent) is moved out of the garbage collector's sight at the
+start of each round (``gc.freeze``), so that a full collection a turn sets off walks what
+the turns made, not the benchmark's twenty sessions; the collector still runs as usual.
 
 * ``stack`` at 10, 100 and 1,000 messages: ``turn_us_10``, ``turn_us_100``,
   ``turn_us_1000``; ``growth_ratio`` is ``turn_us_1000 / turn_us_10`` (target: at most 1.5);
@@ -49,6 +54,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from collections.abc import Callable
@@ -87,6 +93,9 @@ ANSWER = "1 + 2 = 3."
 """The final text of every turn."""
 ADDED = 4
 """Messages a turn adds: the user's, the tool call, its result, the answer."""
+SETTLE = 0.001
+"""Seconds the event loop gets between two workloads, untimed: what one left scheduled (a
+worker thread's result, a timer) runs then, not in the next one's turns."""
 SHORT_TURNS = 10
 """How many times ``runs`` turns a round times on a history shorter than 1,000 messages
 (those turns are cheaper, so more of them take the noise down to the same share)."""
@@ -251,13 +260,15 @@ class Setup:
 async def steps(setup: Setup, runs: int) -> dict[str, float]:
     """Each conversation's mean µs per turn over ``runs`` steps of turns, round-robin.
 
-    A step takes each conversation's turns in turn, so that every workload's figure comes
-    from the same stretch of time; the exporter and the windows are emptied after each.
+    A step takes each conversation's turns in turn, with `SETTLE` seconds after each, so
+    that every workload's figure comes from the same stretch of time; the exporter and the
+    windows are emptied after each step.
     """
     totals = dict.fromkeys((c.name for c in setup.conversations), 0.0)
     for _ in range(runs):
         for conversation in setup.conversations:
             totals[conversation.name] += await conversation.seconds()
+            await asyncio.sleep(SETTLE)
         await setup.between()
     return {c.name: totals[c.name] / (runs * c.turns_per_step) * 1e6 for c in setup.conversations}
 
@@ -270,6 +281,7 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
     best = dict.fromkeys((c.name for c in setup.conversations), float("inf"))
     for _ in range(rounds):
         gc.collect()
+        gc.freeze()  # what the benchmark holds (20 sessions, their memos) is no turn's garbage
         for name, us in (await steps(setup, runs)).items():
             best[name] = min(best[name], us)
     turn = {size: best[f"stack_{size}"] for size in SIZES}

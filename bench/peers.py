@@ -15,6 +15,9 @@ loop, converts no tool schemas and sends nothing):
   ``bind_tools`` keeps the model as it is;
 * Pydantic AI (``pydantic-ai-slim``): ``Agent`` on a ``FunctionModel``.
 
+The peers' tool ``add`` is a coroutine function: each of them hands a plain function to a
+worker thread, where fncore runs its ``inline`` tool on the event loop.
+
 Workloads, for each framework: ``bare``, its agent with no middleware; ``layered``, the
 same with ``--layers`` (10) pass-through middleware at each position the framework wraps
 of the three fncore has (the run, each model call, each tool call): fncore's ``run``,
@@ -26,10 +29,11 @@ makes: 40 where there are three positions (1 run, 2 model calls, 1 tool call, ti
 30 for LangChain. Before timing, each framework's agents are checked to answer ``1 + 2 =
 3.``, call the tool once, and (layered) pass through every layer as many times as counted.
 
-The workloads run in interleaved rounds in one process and event loop; each figure is the
-minimum of the per-round means (noise only ever adds time). A round runs ``--runs`` (200)
-runs of each peer's workloads and twenty times as many of fncore's, which are that much
-cheaper. No tracing or instrumentation is on in any framework.
+The workloads run in rounds in one process and event loop; each figure is the minimum of
+the per-round means (noise only ever adds time). A round is ``--runs`` (200) steps, and a
+step runs each peer's workloads once and fncore's twenty times (each run is that much
+cheaper), round-robin, so that every figure comes from the same stretch of time and a busy
+machine slows them alike. No tracing or instrumentation is on in any framework.
 
 The peers are not dependencies of fncore and are never imported by its tests: install them
 in a venv of their own (see ``docs/performance.md``); without one of them this script stops
@@ -63,7 +67,7 @@ else:  # run as a script, whose folder is on sys.path
 LAYERS = 10
 """Pass-through middleware at each position in the ``layered`` workloads."""
 FNCORE_WEIGHT = 20
-"""How many times ``runs`` fncore's workloads run a round (each run is that much cheaper)."""
+"""How many runs of fncore's workloads a step takes (each run is that much cheaper)."""
 ANSWER = "1 + 2 = 3."
 """The final text of every run."""
 REQUIRED = {
@@ -176,7 +180,7 @@ def agent_framework_run(layers: int, counts: Counts | None) -> Run:
             last = messages[-1].contents[-1]
             return text if last.type == "function_result" else call
 
-    def add(a: int, b: int) -> int:
+    async def add(a: int, b: int) -> int:
         """Add two integers."""
         if counts is not None:
             counts.tool += 1
@@ -257,7 +261,7 @@ def langchain_run(layers: int, counts: Counts | None) -> Run:
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
-    def add(a: int, b: int) -> int:
+    async def add(a: int, b: int) -> int:
         """Add two integers."""
         if counts is not None:
             counts.tool += 1
@@ -335,7 +339,7 @@ def pydantic_ai_run(layers: int, counts: Counts | None) -> Run:
     agent = Agent(FunctionModel(answer), capabilities=[Through() for _ in range(layers)])
 
     @agent.tool_plain
-    def add(a: int, b: int) -> int:
+    async def add(a: int, b: int) -> int:
         """Add two integers."""
         if counts is not None:
             counts.tool += 1
@@ -376,6 +380,19 @@ def missing() -> list[str]:
     return sorted({dist for module, dist in REQUIRED.items() if found(module) is None})
 
 
+async def steps(workloads: list[tuple[str, Run, int]], runs: int) -> dict[str, float]:
+    """Each workload's mean µs per run over ``runs`` steps, round-robin.
+
+    A step runs each workload as many times as its weight, so that every figure comes from
+    the same stretch of time and a busy machine slows them alike.
+    """
+    totals = dict.fromkeys((name for name, _, _ in workloads), 0.0)
+    for _ in range(runs):
+        for name, run, weight in workloads:
+            totals[name] += await _measure.mean_us(run, [_measure.PROMPT] * weight) * weight
+    return {name: totals[name] / (runs * weight) for name, _, weight in workloads}
+
+
 async def measure(rounds: int, runs: int) -> _measure.Figures:
     """Each framework's µs per run, bare and layered, and what a layer call costs."""
     workloads: list[tuple[str, Run, int]] = []
@@ -386,14 +403,12 @@ async def measure(rounds: int, runs: int) -> _measure.Figures:
             (f"{peer.name}_bare", peer.build(0, None), weight),
             (f"{peer.name}_layered", peer.build(LAYERS, None), weight),
         ]
-    for _, run, weight in workloads:  # warm up
-        await _measure.mean_us(run, _measure.prompts(max(runs * weight // 10, 10), vary=False))
+    await steps(workloads, max(runs // 10, 2))  # warm up
     best = dict.fromkeys((name for name, _, _ in workloads), float("inf"))
     for _ in range(rounds):
-        for name, run, weight in workloads:
-            gc.collect()
-            texts = _measure.prompts(runs * weight, vary=False)
-            best[name] = min(best[name], await _measure.mean_us(run, texts))
+        gc.collect()
+        for name, us in (await steps(workloads, runs)).items():
+            best[name] = min(best[name], us)
     fncore_bare, fncore_layered = best["fncore_bare"], best["fncore_layered"]
     figures: dict[str, Any] = {}
     for peer in PEERS:
@@ -429,7 +444,7 @@ def report(figures: _measure.Figures) -> str:
     """The figures as a human-readable table."""
     lines = [
         f"the reference workload on each framework ({figures['rounds']} rounds of "
-        f"{figures['runs']} runs, fncore {FNCORE_WEIGHT}x; minimum of round means; "
+        f"{figures['runs']} steps, fncore {FNCORE_WEIGHT}x a step; minimum of round means; "
         f"Python {figures['python']})",
         "workload: 1 user message -> model calls add(a, b) -> tool runs -> model answers text",
         f"layered: {figures['layers']} pass-through middleware at each position it has",
