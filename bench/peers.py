@@ -33,7 +33,9 @@ The workloads run in rounds in one process and event loop; each figure is the mi
 the per-round means (noise only ever adds time). A round is ``--runs`` (200) steps, and a
 step runs each peer's workloads once and fncore's twenty times (each run is that much
 cheaper), round-robin, so that every figure comes from the same stretch of time and a busy
-machine slows them alike. No tracing or instrumentation is on in any framework.
+machine slows them alike; between two workloads the event loop gets a millisecond, untimed,
+so that what one left scheduled is not timed in the next. No tracing or instrumentation is
+on in any framework.
 
 The peers are not dependencies of fncore and are never imported by its tests: install them
 in a venv of their own (see ``docs/performance.md``); without one of them this script stops
@@ -48,6 +50,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import importlib.metadata
 import importlib.util
@@ -70,6 +73,9 @@ FNCORE_WEIGHT = 20
 """How many runs of fncore's workloads a step takes (each run is that much cheaper)."""
 ANSWER = "1 + 2 = 3."
 """The final text of every run."""
+SETTLE = 0.001
+"""Seconds the event loop gets between two workloads, untimed: what one left scheduled (a
+background task, a worker thread's result) runs then, not in the next one's runs."""
 REQUIRED = {
     "agent_framework": "agent-framework-core",
     "langchain": "langchain",
@@ -383,13 +389,15 @@ def missing() -> list[str]:
 async def steps(workloads: list[tuple[str, Run, int]], runs: int) -> dict[str, float]:
     """Each workload's mean µs per run over ``runs`` steps, round-robin.
 
-    A step runs each workload as many times as its weight, so that every figure comes from
-    the same stretch of time and a busy machine slows them alike.
+    A step runs each workload as many times as its weight, then gives the event loop
+    `SETTLE` seconds, so that every figure comes from the same stretch of time and a busy
+    machine slows them alike.
     """
     totals = dict.fromkeys((name for name, _, _ in workloads), 0.0)
     for _ in range(runs):
         for name, run, weight in workloads:
             totals[name] += await _measure.mean_us(run, [_measure.PROMPT] * weight) * weight
+            await asyncio.sleep(SETTLE)
     return {name: totals[name] / (runs * weight) for name, _, weight in workloads}
 
 
