@@ -28,10 +28,10 @@ Workloads, in rounds in one process; each figure is the minimum over rounds of t
 turn (noise only ever adds time). A round is ``--runs`` (40) steps, and a step takes one
 turn of each workload on 1,000 messages and ten of each on 10 or 100, round-robin, so that
 every workload is timed over the same stretch of time, and a busy machine slows them alike.
-Each turn is timed alone, from ``agent.run`` to its result. Between two workloads the
-event loop gets a millisecond, untimed, so that what one left scheduled (a worker thread's
-result, a timer) is not timed in the next one's turns. The exporter and the rate limit's
-windows are emptied after each step, outside the timing. What the benchmark holds
+Each turn is timed alone, from ``agent.run`` to its result. Between two workloads,
+untimed, the exporter and the rate limits' windows are emptied and the event loop gets a
+millisecond, so that what one workload left running or scheduled (a rate limit's clean-up
+task, a worker thread's result, a timer) is not timed in the next one's turns. What the benchmark holds
 (every workload's session and agent) is moved out of the garbage collector's sight at the
 start of each round (``gc.freeze``), so that a full collection a turn sets off walks what
 the turns made, not the benchmark's twenty sessions; the collector still runs as usual.
@@ -260,16 +260,17 @@ class Setup:
 async def steps(setup: Setup, runs: int) -> dict[str, float]:
     """Each conversation's mean µs per turn over ``runs`` steps of turns, round-robin.
 
-    A step takes each conversation's turns in turn, with `SETTLE` seconds after each, so
-    that every workload's figure comes from the same stretch of time; the exporter and the
-    windows are emptied after each step.
+    A step takes each conversation's turns in turn, so that every workload's figure comes
+    from the same stretch of time. After each, untimed, the exporter and the windows are
+    emptied (so no rate limit's clean-up runs on in another workload's turns) and the loop
+    gets `SETTLE` seconds.
     """
     totals = dict.fromkeys((c.name for c in setup.conversations), 0.0)
     for _ in range(runs):
         for conversation in setup.conversations:
             totals[conversation.name] += await conversation.seconds()
+            await setup.between()
             await asyncio.sleep(SETTLE)
-        await setup.between()
     return {c.name: totals[c.name] / (runs * c.turns_per_step) * 1e6 for c in setup.conversations}
 
 
