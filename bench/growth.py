@@ -31,10 +31,11 @@ every workload is timed over the same stretch of time, and a busy machine slows 
 Each turn is timed alone, from ``agent.run`` to its result. Between two workloads,
 untimed, the exporter and the rate limits' windows are emptied and the event loop gets a
 millisecond, so that what one workload left running or scheduled (a rate limit's clean-up
-task, a worker thread's result, a timer) is not timed in the next one's turns. What the benchmark holds
-(every workload's session and agent) is moved out of the garbage collector's sight at the
-start of each round (``gc.freeze``), so that a full collection a turn sets off walks what
-the turns made, not the benchmark's twenty sessions; the collector still runs as usual.
+task, a worker thread's result, a timer) is not timed in the next one's turns. What the
+benchmark holds (every workload's session and agent) is moved out of the garbage
+collector's sight at the start of each round (``gc.freeze``), so that a full collection a
+turn sets off walks what the turns made, not the benchmark's twenty sessions; the
+collector still runs as usual.
 
 * ``stack`` at 10, 100 and 1,000 messages: ``turn_us_10``, ``turn_us_100``,
   ``turn_us_1000``; ``growth_ratio`` is ``turn_us_1000 / turn_us_10`` (target: at most 1.5);
