@@ -20,7 +20,9 @@ result and the answer), after one user and assistant exchange where the size nee
 Each session is made once with its history; after each timed turn it is cut back to that
 history (the same messages, as a store holds them after earlier turns) with the four new
 messages dropped and its state reset, outside the timing, and the cut checks that the turn
-committed its four messages after the history unchanged (nothing compacted). So every
+committed its four messages after the history unchanged (nothing compacted). The session
+the cut leaves remembers that its history's tool calls are all answered, as the session a
+run commits does, so no turn checks the whole history's pairing again. So every
 timed turn starts at exactly its stated length, with what remembers earlier turns (a memo,
 a cache) as warm as a conversation's next turn finds it.
 
@@ -74,6 +76,7 @@ from fncore import (
     ToolCallPart,
     ToolResultPart,
 )
+from fncore.core._session import pending_calls, remember_pending
 from fncore.middleware import compact, redact_pii
 
 if TYPE_CHECKING:  # mypy reads bench/ as a package (see bench/__init__.py)
@@ -163,9 +166,10 @@ class Conversation:
         return self.name
 
     async def open(self) -> None:
-        """Make the session with its history."""
-        if await self.store.commit(SessionUpdate(self.session_id, 0, 0, self.history)) is None:
-            msg = f"{self.name}: the session already exists"
+        """Make the session with its history (checked: every tool call has its result)."""
+        made = await self.store.commit(SessionUpdate(self.session_id, 0, 0, self.history))
+        if made is None or pending_calls(made) != ():
+            msg = f"{self.name}: the session exists already, or has unanswered tool calls"
             raise RuntimeError(msg)
 
     async def turn(self, prompt: str) -> float:
@@ -191,9 +195,11 @@ class Conversation:
             msg = f"{self.name}: the turn did not add {ADDED} messages to its history unchanged"
             raise RuntimeError(msg)
         update = SessionUpdate(self.session_id, session.version, size, ())
-        if await self.store.commit(update) is None:
+        after = await self.store.commit(update)
+        if after is None:
             msg = f"{self.name}: conflict while cutting the session back"
             raise RuntimeError(msg)
+        remember_pending(after, ())  # as a run's commit does: its history is already checked
 
     @property
     def turns_per_step(self) -> int:
