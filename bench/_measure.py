@@ -335,6 +335,9 @@ def main(
     argv: list[str] | None,
     measure: Callable[[int, int], Coroutine[Any, Any, Figures]],
     report: Callable[[Figures], str],
+    *,
+    rounds: tuple[int, int] = (9, 2),
+    runs: tuple[int, int] = (2000, 100),
 ) -> int:
     """A benchmark script's command line: measure, print the table and, asked, one JSON line.
 
@@ -343,6 +346,8 @@ def main(
         argv: Command-line arguments (default: ``sys.argv[1:]``).
         measure: Takes rounds and runs per round, returns the figures.
         report: The figures as a human-readable table.
+        rounds: The default rounds: of a full run, of a ``--quick`` one.
+        runs: The default runs per round: of a full run, of a ``--quick`` one.
 
     Returns:
         The exit status.
@@ -350,14 +355,17 @@ def main(
     parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     parser.add_argument("--quick", action="store_true", help="a fast, rough smoke run")
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (9)")
-    parser.add_argument("--runs", type=int, default=None, help="runs per round (2000)")
+    parser.add_argument(
+        "--rounds", type=int, default=None, help=f"interleaved rounds ({rounds[0]})"
+    )
+    parser.add_argument("--runs", type=int, default=None, help=f"runs per round ({runs[0]})")
     args = parser.parse_args(argv)
-    rounds = args.rounds or (2 if args.quick else 9)
-    runs = args.runs or (100 if args.quick else 2000)
-    if rounds < 1 or runs < 1:
+    chosen = 1 if args.quick else 0
+    rounds_chosen = args.rounds or rounds[chosen]
+    runs_chosen = args.runs or runs[chosen]
+    if rounds_chosen < 1 or runs_chosen < 1:
         parser.error("--rounds and --runs must be positive")
-    figures = asyncio.run(measure(rounds, runs))
+    figures = asyncio.run(measure(rounds_chosen, runs_chosen))
     print(report(figures))
     if args.json:
         print(json.dumps(figures))

@@ -29,6 +29,7 @@ BUILTINS = (
 MEASURED = (
     "bare_us",
     "stack_us",
+    "stack_untraced_us",
     "sdk_baseline_us",
     "bare_yielding_us",
     "stack_yielding_us",
@@ -41,6 +42,7 @@ MEASURED = (
 DERIVED = (
     "stack_ratio",
     "stack_ratio_vs_sdk_baseline",
+    "stack_ratio_untraced",
     "stack_extra_us",
     "sdk_by_hand_us",
     "stack_over_sdk_baseline_us",
@@ -58,5 +60,5 @@ def test_quick_run_prints_every_figure_as_json() -> None:
     assert set(figures["marginal_us"]) == set(BUILTINS)
     check_figures(figures["with_us"], BUILTINS, ())
     check_figures(figures["marginal_us"], (), BUILTINS)
-    for ratio in ("stack_ratio", "stack_ratio_vs_sdk_baseline"):
+    for ratio in ("stack_ratio", "stack_ratio_untraced", "stack_ratio_vs_sdk_baseline"):
         assert ratio in table
