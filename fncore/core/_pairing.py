@@ -144,6 +144,51 @@ def check_pairing(messages: Sequence[Message]) -> InvalidHistory | None:
     return None
 
 
+def check_pairing_after(
+    messages: Sequence[Message], checked: Sequence[Message]
+) -> InvalidHistory | None:
+    """`check_pairing` of ``messages``, given that ``checked`` passed it: the same answer.
+
+    Only what follows the last assistant turn the two share is scanned, so a middleware
+    that rewrites a few messages of a long history (a redaction, say) costs what it
+    changed, not the history's length. Before an assistant turn of a history that passed,
+    no call is waiting, so the scan may start there afresh.
+
+    Example:
+        >>> call = Message("assistant", (ToolCallPart("c1", "add"),))
+        >>> result = Message("tool", (ToolResultPart("c1", "add", "3"),))
+        >>> history = (Message.user("hi"), call, result, call, result)
+        >>> check_pairing_after(history[:4], history) is None
+        False
+    """
+    start = _shared_start(tuple(messages), tuple(checked))
+    turn = start - 1
+    while turn > 0 and messages[turn].role != "assistant":
+        turn -= 1
+    if turn <= 0:
+        return check_pairing(messages)
+    found = open_calls(messages[turn:], offset=turn)
+    if type(found) is InvalidHistory:
+        return found
+    if found:
+        return unanswered(found)  # type: ignore[arg-type]
+    return None
+
+
+def _shared_start(messages: tuple[Message, ...], other: tuple[Message, ...]) -> int:
+    """How many leading messages ``messages`` and ``other`` have equal (halving, in C)."""
+    low, high = 0, min(len(messages), len(other))
+    if messages[:high] == other[:high]:  # tuples compare by identity first, then by value
+        return high
+    while high - low > 1:  # messages[:low] equal, messages[:high] not
+        middle = (low + high) // 2
+        if messages[low:middle] == other[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def unanswered(calls: Sequence[ToolCallPart]) -> InvalidHistory:
     """The error for a conversation ending with ``calls`` unanswered."""
     return InvalidHistory(

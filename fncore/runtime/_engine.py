@@ -61,6 +61,7 @@ from fncore.core._loop import (
     start,
 )
 from fncore.core._output import OutputSpec, on_output
+from fncore.core._pairing import check_pairing_after
 from fncore.core._position_names import (
     COMPRESS_CONTEXT,
     MODEL_CALL,
@@ -299,7 +300,9 @@ class Engine:
         checked again. Under ``reasoning`` middleware the response returns what was sent.
         """
         if messages is not paired:  # a reasoning middleware changed the history
-            broken = check_pairing(messages)
+            broken = (
+                check_pairing(messages) if paired is None else check_pairing_after(messages, paired)
+            )
             if broken is not None:
                 return Failure(replace(broken, position=REASONING))
         if prompt is None:
@@ -362,10 +365,14 @@ class Engine:
         call, ``asked`` is ``None``, always is), and its response returns what was sent.
         """
         if request is not asked:  # a middleware changed the request, or sends its own
-            if asked is None or request.messages is not asked.messages:
+            if asked is None:
                 broken = check_pairing(request.messages)
-                if broken is not None:
-                    return Failure(replace(broken, position=MODEL_CALL))
+            elif request.messages is not asked.messages:
+                broken = check_pairing_after(request.messages, asked.messages)
+            else:
+                broken = None
+            if broken is not None:
+                return Failure(replace(broken, position=MODEL_CALL))
             out = await ask(model, request, run.emit)
             return out if asked is None else sent(out, request)
         return await ask(model, request, run.emit)

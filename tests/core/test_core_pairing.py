@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fncore.core import (
     InvalidHistory,
@@ -15,6 +17,7 @@ from fncore.core import (
     open_calls,
     with_unique_call_ids,
 )
+from fncore.core._pairing import check_pairing_after
 
 USER = Message.user("go")
 
@@ -123,3 +126,46 @@ def test_unique_ids_leave_a_good_message_alone() -> None:
     message = calls("a", "b")
     assert with_unique_call_ids(message) is message
     assert fallback_call_id(3) == "call_3"
+
+
+_PIECES = (
+    USER,
+    Message.assistant("ok"),
+    calls("a"),
+    calls("a", "b"),
+    results("a"),
+    results("b"),
+    results("a", "b"),
+    Message("user", (ToolResultPart("a", "ta", "stray"),)),
+)
+
+
+@settings(max_examples=400)
+@given(
+    turns=st.integers(min_value=0, max_value=12),
+    edits=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=60), st.sampled_from(_PIECES)), max_size=3
+    ),
+    cut=st.integers(min_value=0, max_value=60),
+)
+def test_a_changed_history_is_judged_as_a_full_scan_judges_it(
+    turns: int, edits: list[tuple[int, Message]], cut: int
+) -> None:
+    """Scanning only past the shared start gives check_pairing's very answer, error included."""
+    checked = (USER, *[m for i in range(turns) for m in (calls(f"c{i}"), results(f"c{i}"))])
+    assert check_pairing(checked) is None
+    changed = list(checked[: max(cut, 1)])
+    for where, piece in edits:
+        changed.insert(min(where, len(changed)), piece)
+    assert check_pairing_after(changed, checked) == check_pairing(changed)
+    assert check_pairing_after(checked, checked) is None
+
+
+def test_a_broken_turn_past_the_shared_start_is_named_by_its_place() -> None:
+    """The error of a scan that starts late names the message by its place in the whole."""
+    checked = (USER, calls("a"), results("a"), calls("b"), results("b"))
+    changed = (*checked[:4], results("a"))
+    broken = check_pairing_after(changed, checked)
+    assert broken is not None
+    assert broken == check_pairing(changed)
+    assert broken.message.startswith("message 4:")
