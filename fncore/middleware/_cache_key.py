@@ -9,9 +9,10 @@ the settings, the output schema and each tool's definition) and the number of me
 `Digests` remembers the digest of each message, tool definition, output schema and
 settings by object, and of each head, so a request whose parts were seen before costs a
 lookup per part, not a new text of them all. It also remembers, per conversation, the
-running SHA-256 over the digests of the messages seen last, so a request that continues
-them hashes only the messages that are new: a long conversation costs a comparison of
-identities per message.
+running SHA-256 over the digests of the messages seen last (and checkpoints of it every
+`STEP` messages), so a request that continues them hashes only the messages that are new,
+and one that branches from them only those after the last checkpoint before the branch: a
+long conversation costs a comparison of identities per message.
 
 What a request holds beyond JSON (a set or bytes in ``ModelSettings.extra``, a date or an
 enum in a tool's arguments) is first put in a canonical form (`canonical`); a value with
@@ -161,8 +162,9 @@ class Digests:
         self.max_entries = max_entries
         self._kept: dict[int, tuple[object, bytes]] = {}
         self._heads: dict[tuple[object, ...], tuple[object, bytes]] = {}
-        # per conversation: its messages seen last, checkpoints of their hash, its end
-        self._runs: dict[int, tuple[tuple[Message, ...], list[_Hash], _Hash]] = {}
+        # per conversation: its messages seen last, checkpoints of their hash, its end, and
+        # where the first message whose digest may change (a bytearray in it) is, if any
+        self._runs: dict[int, tuple[tuple[Message, ...], list[_Hash], _Hash, int | None]] = {}
 
     def __len__(self) -> int:
         return len(self._kept) + len(self._heads) + len(self._runs)
@@ -186,6 +188,22 @@ class Digests:
             kept = get(id(value))
             digests.append(kept[1] if kept is not None and kept[0] is value else of(value))
         return b"".join(digests)
+
+    def _chunk(self, messages: tuple[Message, ...]) -> tuple[bytes, int | None]:
+        """`join` of ``messages``, and the index of the first not remembered after, if any."""
+        get, of = self._kept.get, self.of
+        digests: list[bytes] = []
+        unkept = None
+        for index, message in enumerate(messages):
+            kept = get(id(message))
+            if kept is not None and kept[0] is message:
+                digests.append(kept[1])
+                continue
+            digests.append(of(message))
+            kept = get(id(message))
+            if unkept is None and (kept is None or kept[0] is not message):
+                unkept = index
+        return b"".join(digests), unkept
 
     def head(self, request: ModelRequest, model: str) -> bytes:
         """What the key digests of ``request`` after its messages, and before their count."""
@@ -214,37 +232,41 @@ class Digests:
 
         A conversation's running hash resumes where the messages it saw last (by their
         first one) stop being these: at their end if these continue them, else at the last
-        checkpoint (every `STEP` messages) before the first that differs. Messages compare
-        by identity first, then by value: equal messages have equal digests.
+        checkpoint (every `STEP` messages) before the first that differs, or that may have
+        changed in place. Messages compare by identity first, then by value: equal
+        messages have equal digests.
         """
         if len(messages) <= SHORT:
             return hashlib.sha256(self.join(messages))
         first = messages[0]
         run = self._runs.get(id(first))
         if run is None or run[0][0] is not first:
-            at, checkpoints, running = 0, [hashlib.sha256()], hashlib.sha256()
+            at, checkpoints, running, changing = 0, [hashlib.sha256()], hashlib.sha256(), None
         else:
-            seen, kept, end = run
-            at = len(seen)
-            if at <= len(messages) and messages[:at] == seen:  # by identity, mostly
-                checkpoints, running = list(kept), end.copy()
-            else:  # another branch: resume at the last checkpoint before it differs
-                same = 0
+            seen, kept, end, changing = run
+            at = len(seen) if changing is None else changing
+            if changing is None and at <= len(messages) and messages[:at] == seen:
+                checkpoints, running = list(kept), end.copy()  # these continue them
+            else:  # another branch: resume at the last checkpoint before what differs
+                same, step = 0, STEP
                 while (
-                    same + STEP <= at and messages[same : same + STEP] == seen[same : same + STEP]
+                    same + step <= at and messages[same : same + step] == seen[same : same + step]
                 ):
-                    same += STEP
+                    same += step
                 checkpoints = kept[: same // STEP + 1]
-                at, running = same, checkpoints[-1].copy()
+                at, running, changing = same, checkpoints[-1].copy(), None
         while at < len(messages):
             stop = min(at - at % STEP + STEP, len(messages))
-            running.update(self.join(messages[at:stop]))
+            digests, unkept = self._chunk(messages[at:stop])
+            running.update(digests)
+            if unkept is not None and changing is None:  # it may change: never resumed past
+                changing = at + unkept
             at = stop
             if at % STEP == 0:
                 checkpoints.append(running.copy())
         if run is None:
             _make_room(self._runs, max(self.max_entries // 16, 1))
-        self._runs[id(first)] = (messages, checkpoints, running.copy())
+        self._runs[id(first)] = (messages, checkpoints, running.copy(), changing)
         return running
 
 

@@ -180,14 +180,29 @@ def test_branches_of_a_long_conversation_key_as_cold() -> None:
     history = conversation(80)
     requests = [
         history[:300],
-        history[:200] + (Message.user("another turn"),),
-        history[:128] + (Message.user("at a checkpoint"),),
+        (*history[:200], Message.user("another turn")),
+        (*history[:128], Message.user("at a checkpoint")),
         history[:129],
         history[:320],
-        history[:300] + (Message.user("again"), *history[300:310]),
+        (*history[:300], Message.user("again"), *history[300:310]),
         history[:40],
         history,
     ]
     for messages in requests:
         request = ModelRequest(messages, tools=(ADD,))
         assert request_key(request, "m", digests) == cold(request)
+
+
+def test_data_changed_in_place_in_a_long_conversation_changes_its_key() -> None:
+    """A conversation's running hash never resumes past a message that may change in place."""
+    data = bytearray(b"\x89PNG")
+    picture = Message("user", (DataPart(data, "image/png"),))  # type: ignore[arg-type]
+    history = (*conversation(20)[:70], picture, *conversation(20)[70:])
+    digests = Digests()
+    shorter, longer = ModelRequest(history[:75]), ModelRequest(history[:80])
+    before = request_key(shorter, "m", digests)
+    data[1:] = b"GIF"
+    assert request_key(shorter, "m", digests) == cold(shorter) != before
+    assert request_key(longer, "m", digests) == cold(longer)
+    data[1:] = b"JPG"
+    assert request_key(longer, "m", digests) == cold(longer)
