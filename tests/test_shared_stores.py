@@ -240,3 +240,98 @@ def test_the_former_module_still_gives_the_same_stores() -> None:
         "MAX_CONNECTIONS",
     }
     assert isinstance(stores.open_store("memory://"), shared_stores.MemoryStore)
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_full_memory_store_forgets_what_expired_before_what_was_used_least() -> None:
+    """A write to a full store drops expired entries first, then the least recently used."""
+
+    async def scenario() -> list[bytes | None]:
+        clock = Clock()
+        store = MemoryStore(max_entries=3, clock=clock)
+        await store.set("old", b"1")  # never expires, used least recently
+        await store.set("short", b"2", ttl=5)
+        await store.set("long", b"3", ttl=50)
+        assert await store.get("short") == b"2"  # now the most recently used
+        clock.now = 10.0  # "short" has expired
+        await store.set("new", b"4")
+        kept = [await store.get(k) for k in ("old", "short", "long", "new")]
+        await store.get("old")  # "long" is now the least recently used
+        await store.set("newer", b"5")
+        return [*kept, await store.get("long"), await store.get("old")]
+
+    assert asyncio.run(scenario()) == [b"1", None, b"3", b"4", None, b"1"]
+
+
+def test_an_expired_entry_is_never_read_and_a_counter_restarts() -> None:
+    """Past its ttl an entry reads as absent, and a counter starts again from zero."""
+
+    async def scenario() -> list[object]:
+        clock = Clock()
+        store = MemoryStore(clock=clock)
+        await store.set("k", b"v", ttl=1)
+        first = await store.incr("n", 2, ttl=1)
+        clock.now = 1.0
+        return [first, await store.get("k"), await store.incr("n", 1, ttl=1)]
+
+    assert asyncio.run(scenario()) == [2.0, None, 1.0]
+
+
+def test_many_writes_of_one_key_keep_the_store_small() -> None:
+    """Rewriting one key with a ttl does not pile up deadlines without bound."""
+
+    async def scenario() -> int:
+        store = MemoryStore(max_entries=10)
+        for i in range(10_000):
+            await store.set("same", str(i).encode(), ttl=3600)
+        return len(store._entries._deadlines)
+
+    assert asyncio.run(scenario()) <= 2 * 1 + 16 + 1
+
+
+def test_a_value_kept_as_it_is_reads_back_as_itself_or_as_its_bytes() -> None:
+    """keep(): get_kept with the same codec gives the value, get() and other codecs bytes."""
+
+    def encode(value: list[int]) -> bytes:
+        return bytes(value)
+
+    async def scenario() -> list[object]:
+        store = MemoryStore()
+        value = [1, 2, 3]
+        store.keep("k", value, encode, ttl=60)
+        await store.set("raw", b"\x09")
+        return [
+            store.get_kept("k", encode) is value,
+            store.get_kept("k", lambda v: b"other"),
+            await store.get("k"),
+            store.get_kept("raw", encode),
+            store.get_kept("absent", encode),
+        ]
+
+    assert asyncio.run(scenario()) == [True, b"\x01\x02\x03", b"\x01\x02\x03", b"\x09", None]
+
+
+def test_tables_per_loop_stay_apart() -> None:
+    """PerLoop gives each event loop its own table, the same one throughout a loop."""
+    from fncore.middleware._per_loop import PerLoop
+
+    tables: PerLoop[int] = PerLoop()
+
+    async def fill(value: int) -> dict[str, int]:
+        tables.here()["v"] = value
+        await asyncio.sleep(0)
+        assert tables.here()["v"] == value
+        return tables.here()
+
+    first, second = asyncio.run(fill(1)), asyncio.run(fill(2))
+    assert (first, second) == ({"v": 1}, {"v": 2})
+    assert first is not second

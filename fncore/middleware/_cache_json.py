@@ -1,30 +1,26 @@
-"""The cache's entries as data: versioned JSON forms of answers, and keys of requests.
+"""The cache's entries as data: versioned JSON forms of answers (keys: `_cache_key`).
 
 What a store holds is data, never code: JSON, not pickle. An entry that is not in the
 current form (another `VERSION`, or damaged) decodes to ``None``: a miss, then replaced.
-
-A key is a digest of a request's JSON text, the same in every process. What a request holds
-beyond JSON (a set or bytes in ``ModelSettings.extra``, a date or an enum in a tool's
-arguments) is first put in a canonical form (`canonical`); a value with none is refused
-(`Unkeyable`), never keyed by its ``repr``, which may differ from one process to the next.
+``memory://`` keeps an answer as the value a hit gives back (`kept_response`,
+`kept_result`): what its JSON form reads back as, and writes that form only when asked
+for its bytes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from fncore.core import (
     Message,
-    ModelRequest,
     ModelResponse,
-    ToolCallContext,
     ToolResult,
     Usage,
 )
+from fncore.middleware._cache_key import plain_part
+from fncore.middleware._cache_key import request_key as request_key
+from fncore.middleware._cache_key import tool_key as tool_key
 from fncore.session_stores._json import (
-    canonical,
-    key_text,
     message_doc,
     part_from_doc,
     str_field,
@@ -46,19 +42,11 @@ def encode_response(response: ModelResponse) -> bytes:
         >>> decode_response(encode_response(ModelResponse(Message.assistant("4")))).text
         '4'
     """
-    usage = response.usage
     return _dumps(
         {
             "v": VERSION,
             "message": message_doc(response.message),
-            "usage": [
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-                usage.reasoning_tokens,
-                usage.requests,
-            ],
+            "usage": list(_counts(response.usage)),
             "finish_reason": response.finish_reason,
             "model_name": response.model_name,
         }
@@ -101,60 +89,56 @@ def decode_result(data: bytes) -> ToolResult | None:
         return None
 
 
-def request_key(request: ModelRequest, model: str) -> str:
-    """A digest of ``request`` to ``model``, normalised: equal requests, equal keys.
+_FINISHED = frozenset({"stop", "tool_calls", "length", "content_filter"})
+NO_USAGE = Usage()
+"""The usage of an answer from the cache: none."""
 
-    It covers what shapes the answer (the model, instructions, messages, tools, tool choice,
-    settings and output schema), not the provider's prompt-cache hints.
 
-    Raises:
-        Unkeyable: for a value in the settings, the tools or the output schema that has no
-            canonical form (see `canonical`).
+# Kept as values (memory://): what the JSON form would read back as --------------------------
+
+
+def _plain(text: object) -> bool:
+    return type(text) is str
+
+
+def kept_response(response: ModelResponse) -> ModelResponse | None:
+    """``response`` as a hit gives it back: as its JSON form reads back, with no usage.
+
+    Built without the text; ``None`` when that is not sure without it (a field of another
+    type than its own, such as a ``str`` subclass), or when the form would not read back.
 
     Example:
-        >>> a = request_key(ModelRequest((Message.user("hi"),)), "gpt")
-        >>> a == request_key(ModelRequest((Message.user("hi"),)), "gpt"), len(a)
-        (True, 64)
+        >>> kept = kept_response(ModelResponse(Message.assistant("4"), Usage(3, 1)))
+        >>> kept.text, kept.usage == Usage()
+        ('4', True)
     """
-    settings = request.settings
-    choice = request.tool_choice
-    doc: dict[str, object] = {
-        "model": model,
-        "instructions": request.instructions,
-        "messages": [message_doc(m) for m in request.messages],
-        "tools": [
-            [t.name, t.description, canonical(t.parameters, f"tool {t.name!r}'s schema"), t.strict]
-            for t in request.tools
-        ],
-        "tool_choice": choice if isinstance(choice, str) else {"name": choice.name},
-        "settings": [
-            settings.temperature,
-            settings.max_tokens,
-            settings.top_p,
-            list(settings.stop),
-            settings.seed,
-            settings.parallel_tool_calls,
-            canonical(settings.extra, "ModelSettings.extra"),
-        ],
-    }
-    output = request.output_schema
-    if output is not None:  # a typed answer is not a text one (and keys without stay as they were)
-        schema = canonical(output.schema, "the output schema")
-        doc["output"] = [output.name, schema, output.description, output.strict]
-    return hashlib.sha256(key_text(doc).encode()).hexdigest()
+    message = response.message
+    if (
+        message.role != "assistant"
+        or response.finish_reason not in _FINISHED
+        or not _plain(response.model_name)
+    ):
+        return None
+    for part in message.parts:
+        if not plain_part(part):
+            return None
+    parts = tuple(message.parts)  # the same tuple, unless it was another sequence
+    if message.cache or parts is not message.parts:
+        message = Message("assistant", parts)
+    return ModelResponse(message, NO_USAGE, response.finish_reason, response.model_name)
 
 
-def tool_key(ctx: ToolCallContext) -> str:
-    """A digest of a tool call: the tool's name, description and schema, its arguments.
+def kept_result(result: ToolResult) -> ToolResult | None:
+    """``result`` as `decode_result` reads its JSON form back (``None``: not sure)."""
+    return ToolResult(result.content) if type(result.content) is str else None
 
-    Raises:
-        Unkeyable: for an argument (or a schema value) that has no canonical form.
-    """
-    spec = ctx.tool.spec
-    doc = [
-        spec.name,
-        spec.description,
-        canonical(spec.parameters, f"tool {spec.name!r}'s schema"),
-        canonical(ctx.args.model_dump(), f"the arguments of {spec.name!r}"),
-    ]
-    return hashlib.sha256(key_text(doc).encode()).hexdigest()
+
+def _counts(usage: Usage) -> tuple[int, ...]:
+    return (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+        usage.requests,
+    )

@@ -27,17 +27,24 @@ class PerLoop(Generic[_V]):
         True
     """
 
-    __slots__ = ("_loops",)
+    __slots__ = ("_last", "_loops")
 
     def __init__(self) -> None:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _V]] = (
             weakref.WeakKeyDictionary()
         )
+        # the loop asked for last, and its table: a weak reference's call is cheaper than
+        # the weak dictionary's lookup, which makes a new weak reference each time
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], dict[str, _V]] | None = None
 
     def here(self) -> dict[str, _V]:
         """The table of the running loop (made empty on first use)."""
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0]() is loop:
+            return last[1]
         table = self._loops.get(loop)
         if table is None:
             table = self._loops[loop] = {}
+        self._last = (weakref.ref(loop), table)
         return table

@@ -1,11 +1,13 @@
 """``cache``: answers to repeated model requests and tool calls, kept in a store.
 
 A model response is kept under a digest of the normalised request (model, instructions,
-messages, tools, tool choice, settings); a tool result under the tool, its schema and its
-validated arguments. Both are kept for ``ttl`` seconds in a store chosen by URL
-(``memory://``: a bounded LRU in this process; ``redis://...``: shared by every process),
-serialised as versioned JSON (never pickle: what a store holds is data, not code). An entry
-that cannot be read (another version, damaged) is a miss, and is replaced.
+messages, tools, tool choice, settings, output schema), built from digests remembered per
+message, tool definition and conversation (`Digests`), so a long conversation is not
+serialised again at every call; a tool result under the tool, its schema and its validated
+arguments. Both are kept for ``ttl`` seconds in a store chosen by URL (``redis://...``:
+shared by every process, as versioned JSON, never pickle: what a store holds is data, not
+code; ``memory://``: a bounded LRU in this process, of the values a hit gives back). An
+entry that cannot be read (another version, damaged) is a miss, and is replaced.
 
 * Errors are never kept: a failed call, a ``Terminate``, an error result of a tool, a
   response that ended in error.
@@ -28,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from returns.result import Failure, Success
@@ -51,22 +52,23 @@ from fncore.core import (
     ToolCallPart,
     ToolCallStarted,
     ToolResult,
-    Usage,
 )
 from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._cache_json import (
+    NO_USAGE,
     decode_response,
     decode_result,
     encode_response,
     encode_result,
-    request_key,
-    tool_key,
+    kept_response,
+    kept_result,
 )
+from fncore.middleware._cache_key import Digests, request_key, tool_key
 from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.session_stores._json import Unkeyable
-from fncore.shared_stores import SharedStore, open_store
+from fncore.shared_stores import MemoryStore, SharedStore, open_store
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -78,10 +80,15 @@ HIT_ATTRIBUTE = "fncore.cache.hit"
 
 _log = logging.getLogger("fncore")
 _T = TypeVar("_T")
+_C = TypeVar("_C")
 
 
 class _Cache(Generic[_T]):
-    """Answers of one kind (model responses, or tool results) in a store."""
+    """Answers of one kind (model responses, or tool results) in a store.
+
+    On ``memory://`` an answer is kept as the value its JSON form reads back as, and read
+    without an ``await``; other stores hold the JSON form.
+    """
 
     def __init__(
         self,
@@ -90,16 +97,28 @@ class _Cache(Generic[_T]):
         encode: Callable[[_T], bytes],
         decode: Callable[[bytes], _T | None],
         keep: Callable[[_T], bool],
+        kept: Callable[[_T], _T | None],
     ) -> None:
         self._store = store
+        self._local = store if isinstance(store, MemoryStore) else None
         self._ttl = ttl
         self._encode = encode
         self._decode = decode
         self._keep = keep
-        self._flights: PerLoop[asyncio.Future[Any]] = PerLoop()
+        self._kept = kept
+        # a key being looked up (and called) by a leader: the future its followers wait on
+        self._flights: PerLoop[asyncio.Future[Any] | None] = PerLoop()
         from opentelemetry import trace  # imported when used
 
         self._current_span = trace.get_current_span
+
+    def _read(self, local: MemoryStore, key: str) -> _T | None:
+        try:
+            found = local.get_kept(key, self._encode)
+        except Exception as exc:
+            self._failed("read", exc)
+            return None
+        return self._decode(found) if isinstance(found, bytes) else found
 
     async def _get(self, key: str) -> _T | None:
         try:
@@ -108,6 +127,16 @@ class _Cache(Generic[_T]):
             self._failed("read", exc)
             return None
         return None if data is None else self._decode(data)
+
+    def _write(self, local: MemoryStore, key: str, value: _T) -> None:
+        try:
+            kept = self._kept(value)
+            if kept is not None:
+                local.keep(key, kept, self._encode, self._ttl)
+            else:
+                local.keep(key, self._encode(value), _as_is, self._ttl)
+        except Exception as exc:
+            self._failed("write", exc)
 
     async def _set(self, key: str, value: _T) -> None:
         try:
@@ -120,49 +149,69 @@ class _Cache(Generic[_T]):
         _log.warning("cache store %s failed to %s (a miss): %s: %s", store, what, kind, exc)
 
     async def answer(
-        self, key: str, call: Callable[[], Awaitable[Outcome[_T]]]
+        self, key: str, call: Callable[[_C], Awaitable[Outcome[_T]]], ctx: _C
     ) -> tuple[Outcome[_T], bool]:
-        """The kept answer under ``key`` (and ``True``), or ``call``'s outcome (and ``False``).
+        """The kept answer under ``key`` (and ``True``), or ``call(ctx)``'s (and ``False``).
 
         The first lookup of a key in this process leads: it reads the store and, on a miss,
         calls and keeps the answer. Lookups of the same key meanwhile wait for the leader's
-        answer instead of reading and calling themselves; if it has none to share (it
-        failed, or was cancelled), each makes its own call.
+        answer instead of calling themselves; if it has none to share (it failed, or was
+        cancelled), each makes its own call. (In memory a lookup reads the store first:
+        with no ``await`` in between, a hit needs no leader.)
 
         The mark (`HIT_ATTRIBUTE`) is set before the call on a miss, while the span the
         call's attempts copy it to (``trace``'s stand-in for the model call) still can.
         """
         span = self._current_span()
+        local = self._local
+        if local is not None:  # read without an await: nothing can change meanwhile
+            shared = self._read(local, key)
+            if shared is not None:
+                span.set_attribute(HIT_ATTRIBUTE, True)
+                return Success(shared), True
         flights = self._flights.here()
-        flight = flights.get(key)
-        if flight is None:
-            return await self._lead(key, call, flights, span)
-        shared = await asyncio.shield(flight)
-        span.set_attribute(HIT_ATTRIBUTE, shared is not None)
-        return (Success(shared), True) if shared is not None else (await call(), False)
-
-    async def _lead(
-        self,
-        key: str,
-        call: Callable[[], Awaitable[Outcome[_T]]],
-        flights: dict[str, asyncio.Future[Any]],
-        span: Span,
-    ) -> tuple[Outcome[_T], bool]:
-        flight = flights[key] = asyncio.get_running_loop().create_future()
-        shared: _T | None = None
+        if key in flights:
+            return await self._follow(key, call, ctx, flights, span)
+        flights[key] = None  # leading; a follower puts a future here to wait on
+        shared = None
         try:
-            shared = await self._get(key)
+            if local is None:
+                shared = await self._get(key)
             span.set_attribute(HIT_ATTRIBUTE, shared is not None)
             if shared is not None:
                 return Success(shared), True
-            outcome = await call()
+            outcome = await call(ctx)
             if type(outcome) is Success and self._keep(outcome.unwrap()):
                 shared = outcome.unwrap()
-                await self._set(key, shared)
+                if local is not None:
+                    self._write(local, key, shared)
+                else:
+                    await self._set(key, shared)
             return outcome, False
         finally:
-            del flights[key]
-            flight.set_result(shared)
+            waiting = flights.pop(key)
+            if waiting is not None:
+                waiting.set_result(shared)
+
+    async def _follow(
+        self,
+        key: str,
+        call: Callable[[_C], Awaitable[Outcome[_T]]],
+        ctx: _C,
+        flights: dict[str, asyncio.Future[Any] | None],
+        span: Span,
+    ) -> tuple[Outcome[_T], bool]:
+        """Wait for the leader of ``key``: its answer, or a call of one's own if it has none."""
+        waiting = flights[key]
+        if waiting is None:
+            waiting = flights[key] = asyncio.get_running_loop().create_future()
+        shared = await asyncio.shield(waiting)
+        span.set_attribute(HIT_ATTRIBUTE, shared is not None)
+        return (Success(shared), True) if shared is not None else (await call(ctx), False)
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
 
 
 def _replayed(ctx: ModelCallContext, response: ModelResponse) -> Outcome[ModelResponse]:
@@ -180,7 +229,11 @@ def _replayed(ctx: ModelCallContext, response: ModelResponse) -> Outcome[ModelRe
                     emit(ToolCallArgsDelta(part.id, part.arguments))
         except EventMapFailed as failed:
             return Failure(failed.error)
-    return Success(replace(response, usage=Usage()))
+    if response.usage is not NO_USAGE:  # read from its JSON form
+        response = ModelResponse(
+            response.message, NO_USAGE, response.finish_reason, response.model_name
+        )
+    return Success(response)
 
 
 @checked
@@ -225,8 +278,11 @@ def cache(
     registry = Registry()
     kept = registry.own(open_store(store))
     prefix = f"cache:{name}:"
+    digests = Digests()
     if models:
-        responses = _Cache(kept, ttl, encode_response, decode_response, _keeps_response)
+        responses = _Cache(
+            kept, ttl, encode_response, decode_response, _keeps_response, kept_response
+        )
 
         @registry.on(MODEL_CALL, name=name, **place("cache"))
         async def cached_model_call(
@@ -237,24 +293,24 @@ def cache(
             if temperature is not None and temperature > 0 and not sampled:
                 return await call_next(ctx)
             try:
-                key = f"{prefix}model:{request_key(request, ctx.model.name)}"
+                key = f"{prefix}model:{request_key(request, ctx.model.name, digests)}"
             except Unkeyable as exc:
                 return Failure(_unkeyable(exc, MODEL_CALL, name))
-            outcome, hit = await responses.answer(key, lambda: call_next(ctx))
+            outcome, hit = await responses.answer(key, call_next, ctx)
             return _replayed(ctx, outcome.unwrap()) if hit else outcome
 
     if tools:
-        results = _Cache(kept, ttl, encode_result, decode_result, _keeps_result)
+        results = _Cache(kept, ttl, encode_result, decode_result, _keeps_result, kept_result)
 
         @registry.on(TOOL_CALL, name=name, tools=list(tools), **place("cache"))
         async def cached_tool_call(
             ctx: ToolCallContext, call_next: ToolCallNext
         ) -> Outcome[ToolResult]:
             try:
-                key = f"{prefix}tool:{ctx.tool.name}:{tool_key(ctx)}"
+                key = f"{prefix}tool:{ctx.tool.name}:{tool_key(ctx, digests)}"
             except Unkeyable as exc:
                 return Failure(_unkeyable(exc, TOOL_CALL, name))
-            outcome, _ = await results.answer(key, lambda: call_next(ctx))
+            outcome, _ = await results.answer(key, call_next, ctx)
             return outcome
 
     return registry

@@ -31,6 +31,7 @@ from fncore import (
     ReasoningPart,
     RegistrationError,
     Registry,
+    TextPart,
     ToolCallContext,
     ToolCallNext,
     ToolCallPart,
@@ -590,3 +591,71 @@ store = "{redis_url}"
 def test_configuration_errors_are_one_line(entry: dict[str, Any], words: str) -> None:
     """Wrong values and stores are one ConfigError line naming the entry."""
     assert words in config_error(entry)
+
+
+class Label(str):
+    """A ``str`` subclass: its JSON form reads back as a plain ``str``."""
+
+
+def test_memory_keeps_a_response_as_its_json_form_reads_back_without_usage() -> None:
+    """kept_response equals the decoded JSON form with no usage; unsure cases are None."""
+    from fncore.middleware._cache_json import kept_response
+
+    parts = (
+        ReasoningPart("hmm", signature="sig", redacted=None),
+        ToolCallPart("c1", "lookup", '{"city":"Oslo"}'),
+        DataPart(b"\x89PNG", "image/png"),
+        ToolResultPart("c0", "lookup", "rain", is_error=True),
+    )
+    for message in (Message("assistant", parts), Message("assistant", parts[:1], cache=True)):
+        response = ModelResponse(message, Usage(1, 2, 3, 4, 5, 6), "tool_calls", "gpt")
+        decoded = decode_response(encode_response(response))
+        assert decoded is not None
+        kept = kept_response(response)
+        assert kept == ModelResponse(decoded.message, Usage(), "tool_calls", "gpt")
+        assert kept is not None
+        assert kept.message.cache is False
+    odd = [
+        ModelResponse(Message.assistant(Label("x"))),
+        ModelResponse(Message("assistant", (DataPart(bytearray(b"x"), "image/png"),))),  # type: ignore[arg-type]
+        ModelResponse(Message.assistant("x"), model_name=Label("gpt")),
+        ModelResponse(Message.user("x")),
+        ModelResponse(Message.assistant("x"), finish_reason="error"),
+    ]
+    assert [kept_response(r) for r in odd] == [None] * len(odd)
+
+
+async def test_a_hit_is_the_same_response_from_every_store(store: str) -> None:
+    """memory:// and Redis give back the same response: its JSON form's, without usage."""
+    answer = Message("assistant", (ReasoningPart("hm", signature="s"), TextPart("4")))
+    response = ModelResponse(answer, Usage(3, 1), "stop", "gpt")
+    seen: list[ModelResponse] = []
+    registry = Registry()
+
+    @registry.on("model_call", name="trace")  # placed outside the cache
+    async def spy(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+        outcome = await call_next(ctx)
+        seen.append(outcome.unwrap())
+        return outcome
+
+    registry.include(cache(store=store))
+    agent = Agent(ScriptedModel([response, "unused"]), registry=registry)
+    for _ in range(2):
+        await agent.run("go")
+    assert seen == [response, ModelResponse(answer, Usage(), "stop", "gpt")]
+    await registry.aclose()
+
+
+async def test_an_answer_memory_cannot_keep_as_a_value_is_kept_as_json() -> None:
+    """A response with a str subclass in it is kept in memory as its JSON form, and hits."""
+    response = ModelResponse(Message.assistant(Label("labelled")), Usage(1, 1))
+    model = ScriptedModel([response, "unused"])
+    registry = cache()
+    agent = Agent(model, registry=registry)
+    first = (await agent.run("hi")).unwrap()
+    second = (await agent.run("hi")).unwrap()
+    assert (first.output, second.output) == ("labelled", "labelled")
+    assert type(second.messages[-1].text) is str
+    assert len(model.requests) == 1
+    key = f"cache:cache:model:{request_key(model.requests[0], 'scripted')}"
+    assert decode_response(await registry.resources[0].get(key)) is not None
