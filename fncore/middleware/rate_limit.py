@@ -44,6 +44,7 @@ from fncore.core import (
     Registry,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
 )
 from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import SomeSeconds, checked
@@ -107,8 +108,28 @@ def estimate_tokens(request: ModelRequest) -> int:
             else:
                 chars += len(part.text)
     for tool in request.tools:
-        chars += len(tool.name) + len(tool.description) + len(str(tool.parameters))
+        chars += _tool_chars(tool)
     return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+_TOOL_CHARS: dict[int, tuple[ToolSpec, int]] = {}
+"""The characters of the tool definitions seen last, by identity (the definition is kept, so
+its identity is not reused while it is here): an agent sends the same ones on every call."""
+
+TOOLS_KEPT = 1_024
+"""How many tool definitions `_TOOL_CHARS` holds before it starts again."""
+
+
+def _tool_chars(tool: ToolSpec) -> int:
+    """The characters ``tool``'s name, description and schema count (the schema as text)."""
+    kept = _TOOL_CHARS.get(id(tool))
+    if kept is not None and kept[0] is tool:
+        return kept[1]
+    chars = len(tool.name) + len(tool.description) + len(str(tool.parameters))
+    if len(_TOOL_CHARS) >= TOOLS_KEPT:
+        _TOOL_CHARS.clear()
+    _TOOL_CHARS[id(tool)] = (tool, chars)
+    return chars
 
 
 def _redis(url: str) -> tuple[Any, Any]:
