@@ -24,23 +24,24 @@ __all__ = ["Deadlines"]
 
 _T = TypeVar("_T")
 
-_RUNNING, _PASSED, _DONE = 0, 1, 2
-"""A scope's states: its work runs; its deadline passed (its task cancelled); it ended."""
-
 SLACK = 64
 """Ended scopes a queue may hold beyond twice its running ones before it drops them all."""
 
 
 class _Scope:
-    """One deadline: the task it guards, when it passes, and the task's cancellations then."""
+    """One deadline: the task it guards, when it passes, and whether it passed.
 
-    __slots__ = ("at", "cancelling", "state", "task")
+    ``task`` is ``None`` once the scope ended; ``cancelling`` is how many cancellations the
+    task had pending when the scope started (those are not the scope's to take back).
+    """
 
-    def __init__(self, task: asyncio.Task[object] | None, at: float, cancelling: int) -> None:
-        self.task = task
+    __slots__ = ("at", "cancelling", "passed", "task")
+
+    def __init__(self, task: asyncio.Task[object], at: float) -> None:
+        self.task: asyncio.Task[object] | None = task
         self.at = at
-        self.cancelling = cancelling
-        self.state = _RUNNING
+        self.cancelling = task.cancelling()
+        self.passed = False
 
 
 class _Queue:
@@ -59,25 +60,23 @@ class _Queue:
         if task is None:
             msg = "a deadline guards work in a task: call it from a coroutine run by asyncio"
             raise RuntimeError(msg)
-        scope = _Scope(task, loop.time() + seconds, task.cancelling())
+        scope = _Scope(task, loop.time() + seconds)
         scopes = self.scopes
-        while scopes and scopes[0].state == _DONE:
+        while scopes and scopes[0].task is None:
             scopes.popleft()
         scopes.append(scope)
         self.running += 1
         if self.timer is None:
             self.timer = loop.call_at(scopes[0].at, self.fire, loop)
         elif len(scopes) > 2 * self.running + SLACK:  # a long-running scope holds the head
-            self.scopes = deque(s for s in scopes if s.state != _DONE)
+            self.scopes = deque(s for s in scopes if s.task is not None)
         return scope
 
     def leave(self, scope: _Scope) -> bool:
         """End ``scope``: whether its deadline passed and the task's cancellation was its own."""
         self.running -= 1
-        passed = scope.state == _PASSED
-        scope.state = _DONE
         task, scope.task = scope.task, None
-        return passed and task is not None and task.uncancel() <= scope.cancelling
+        return scope.passed and task is not None and task.uncancel() <= scope.cancelling
 
     def fire(self, loop: asyncio.AbstractEventLoop) -> None:
         """Cancel the tasks whose deadline passed; arm the timer for the next one, if any."""
@@ -86,13 +85,13 @@ class _Queue:
         scopes = self.scopes
         while scopes:
             first = scopes[0]
-            if first.state == _RUNNING:
+            task = first.task
+            if task is not None:  # still running
                 if first.at > now:
                     self.timer = loop.call_at(first.at, self.fire, loop)
                     return
-                first.state = _PASSED
-                if first.task is not None:
-                    first.task.cancel()
+                first.passed = True
+                task.cancel()
             scopes.popleft()
 
 

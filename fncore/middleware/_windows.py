@@ -169,14 +169,9 @@ class InProcess:
         now = time.monotonic()
         with self._lock:
             fixed = self._of(model)[1]
-            if fixed is None:
+            if fixed is None or used == reserved:
                 return
             if used < reserved:
                 fixed.give_back(reserved - used, window, now)
-            elif used > reserved:
+            else:
                 fixed.add(used - reserved, now)
-
-    def reset(self) -> None:
-        """Forget every window (a benchmark empties them between rounds)."""
-        with self._lock:
-            self._windows.clear()

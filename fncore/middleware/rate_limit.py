@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from abc import ABC, abstractmethod
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -166,7 +167,7 @@ def _per(amount: int, window: int) -> RateLimitItem:
     return RateLimitItemPerSecond(amount, window)
 
 
-class _Rates:
+class _Rates(ABC):
     """One ``rate_limit``'s counts, wherever they are kept, and its slots per model; owned.
 
     A store's counts implement `take` and `settle`.
@@ -199,6 +200,7 @@ class _Rates:
             retry_after=wait,
         )
 
+    @abstractmethod
     async def take(self, model: str, reserved: int) -> Refusal | float:
         """A request and ``reserved`` tokens for ``model`` now: the tokens' window, or why not.
 
@@ -206,8 +208,8 @@ class _Rates:
             When the window the tokens were reserved in ends (0 without a token limit), or
             the `Refusal` of the limit that has no room.
         """
-        raise NotImplementedError
 
+    @abstractmethod
     async def settle(
         self, model: str, reserved: int, window: float, outcome: Outcome[ModelResponse]
     ) -> None:
@@ -216,7 +218,6 @@ class _Rates:
         A failed call used none; what a call used beyond its reservation counts in the
         current window.
         """
-        raise NotImplementedError
 
     async def admit(self, model: str, reserved: int, deadline: float) -> RateLimitExceeded | float:
         """Wait for a request and ``reserved`` tokens until ``deadline`` (monotonic).
@@ -233,6 +234,7 @@ class _Rates:
                 return self.exceeded(model, taken.limit, max(taken.wait, 0.0))
             await asyncio.sleep(min(max(taken.wait, 0.01), left, POLL))
 
+    @abstractmethod
     async def aclose(self) -> None:
         """Close the store's connections, if it has any."""
 
@@ -259,6 +261,9 @@ class _Local(_Rates):
         self, model: str, reserved: int, window: float, outcome: Outcome[ModelResponse]
     ) -> None:
         self.windows.settle(model, reserved, window, _used(outcome))
+
+    async def aclose(self) -> None:
+        """Nothing to close: the windows are plain values."""
 
 
 class _Limits(_Rates):
@@ -333,13 +338,12 @@ class _Limits(_Rates):
     async def settle(
         self, model: str, reserved: int, window: float, outcome: Outcome[ModelResponse]
     ) -> None:
-        tokens = self.tokens
-        if tokens is None:
+        tokens, used = self.tokens, _used(outcome)
+        if tokens is None or used == reserved:
             return
-        used = _used(outcome)
         if used < reserved:
             await self.give_back(tokens, model, reserved - used, window)
-        elif used > reserved:
+        else:
             await self.storage.incr(
                 self._key(tokens, model), tokens.get_expiry(), amount=used - reserved
             )

@@ -115,6 +115,14 @@ def test_a_refused_call_takes_neither_tokens_nor_a_request() -> None:
     assert tokens.count == 0  # the refused call had taken none
 
 
+def test_settling_without_a_token_limit_changes_nothing() -> None:
+    """Requests alone: there is no reservation to settle, whatever the call used."""
+    rates = InProcess(requests=1, tokens=None, seconds=60)
+    assert rates.take("m", 0) == 0.0
+    rates.settle("m", 0, 0.0, used=500)
+    assert isinstance(rates.take("m", 0), Refusal)
+
+
 @pytest.fixture
 def short_switches() -> Iterator[None]:
     """Threads switch as often as CPython allows, so an unguarded check-then-count races."""
