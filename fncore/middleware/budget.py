@@ -166,21 +166,26 @@ class _Books:
     stored: _Stored | None
     """The budgets per tenant, and per session with ``session_spend="store"``, if any."""
 
-    async def over(self, run: RunInfo) -> tuple[_Budget, float] | None:
-        """The first budget ``run`` has spent, with what it spent; ``None`` if none is."""
+    def over_here(self, run: RunInfo) -> tuple[_Budget, float] | None:
+        """The first budget in the run's state ``run`` has spent, with what it spent."""
         for budget in self.local:
             spent = _state(budget, run).get(budget.key)
             if spent >= budget.allowed:
                 return budget, spent
-        return None if self.stored is None else await self.stored.over(run)
+        return None
 
-    async def spend(self, run: RunInfo, tokens: float, cost: float) -> None:
-        """Spend ``tokens`` and ``cost`` from every budget."""
+    async def over(self, run: RunInfo) -> tuple[_Budget, float] | None:
+        """The first budget ``run`` has spent, with what it spent; ``None`` if none is."""
+        over = self.over_here(run)
+        if over is not None or self.stored is None:
+            return over
+        return await self.stored.over(run)
+
+    def spend_here(self, run: RunInfo, tokens: float, cost: float) -> None:
+        """Spend ``tokens`` and ``cost`` from every budget in the run's state."""
         for budget in self.local:
             state = _state(budget, run)
             state.set(budget.key, state.get(budget.key) + budget.amount(tokens, cost))
-        if self.stored is not None:
-            await self.stored.spend(run, tokens, cost)
 
 
 def _state(budget: _Budget, run: RunInfo) -> State:
@@ -288,7 +293,9 @@ class _Spender:
 
     async def verdict(self, ctx: ReasoningContext) -> Verdict:
         """Before a round (``exit="end"``): go on, make it the last, or stop."""
-        if await self.books.over(ctx.run) is None:
+        books = self.books
+        over = books.over_here(ctx.run) if books.stored is None else await books.over(ctx.run)
+        if over is None:
             return "go"
         # spent before the reply started: it has nothing to wrap up
         return "stop" if ctx.round == 1 else "last"
@@ -323,8 +330,12 @@ class _Spender:
             tokens = (
                 self.input_weight * usage.input_tokens + self.output_weight * usage.output_tokens
             )
-            price = _price(prices, response.model_name, requested)
-            await self.books.spend(run, tokens, 0.0 if price is None else price.cost(usage))
+            price = _price(prices, response.model_name, requested) if prices else None
+            cost = 0.0 if price is None else price.cost(usage)
+            books = self.books
+            books.spend_here(run, tokens, cost)
+            if books.stored is not None:
+                await books.stored.spend(run, tokens, cost)
         return outcome
 
 

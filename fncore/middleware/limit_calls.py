@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import Field
 from returns.result import Failure, Success
@@ -98,20 +98,15 @@ class _Counter:
         """The state this limit counts in (for a limit that counts in a store: unused)."""
         return run.state if self.scope == "reply" else run.session_state
 
-    async def used(self, run: RunInfo) -> int:
-        """How many calls ``run`` has made so far, in this limit's scope."""
-        if self.store is not None:
-            return int(await self.store.incr(self.stored_key(run), 0.0))
-        return self.state(run).get(self.key)
+    async def stored(self, run: RunInfo) -> int:
+        """How many calls ``run``'s session has made, for a limit that counts in a store."""
+        return int(await cast("SharedStore", self.store).incr(self.stored_key(run), 0.0))
 
 
-async def _admit(counters: list[_Counter], run: RunInfo) -> _Counter | None:
-    """Count one call in every counter and return ``None``, or the first counter that is full.
+def _count_here(counters: list[_Counter], run: RunInfo) -> _Counter | None:
+    """Count one call in every counter in the run's state, or return the first that is full.
 
-    The counters in the run's state are checked and counted with no await in between; each
-    counter in a store counts the call atomically (an increment, taken back if that went
-    over the limit, as are the others' counts then). Exact however many runs are concurrent,
-    in however many processes.
+    Checked and counted with no await in between: exact however many runs are concurrent.
     """
     for counter in counters:
         if counter.store is None and counter.state(run).get(counter.key) >= counter.allowed:
@@ -120,6 +115,16 @@ async def _admit(counters: list[_Counter], run: RunInfo) -> _Counter | None:
         if counter.store is None:
             state = counter.state(run)
             state.set(counter.key, state.get(counter.key) + 1)
+    return None
+
+
+async def _count_stored(counters: list[_Counter], run: RunInfo) -> _Counter | None:
+    """Count one call in every counter in a store, once `_count_here` counted the others.
+
+    Each counts the call atomically (an increment, taken back if that went over the limit,
+    as are the others' counts then): exact however many runs are concurrent, in however
+    many processes. ``None``, or the first counter that was full.
+    """
     counted: list[tuple[SharedStore, str]] = []
     for counter in counters:
         if counter.store is None:
@@ -244,10 +249,12 @@ def limit_calls(
         async def verdict(ctx: ReasoningContext) -> Verdict:
             run = ctx.run
             for c in model:
-                if c.allowed - await c.used(run) <= 1:
+                used = c.state(run).get(c.key) if c.store is None else await c.stored(run)
+                if c.allowed - used <= 1:
                     return "last"
             for c in ending:
-                if await c.used(run) >= c.allowed:
+                used = c.state(run).get(c.key) if c.store is None else await c.stored(run)
+                if used >= c.allowed:
                     return "last"
             return "go"
 
@@ -262,11 +269,15 @@ def limit_calls(
 def _register_model_calls(
     registry: Registry, counters: list[_Counter], exit: str, message: str, name: str
 ) -> None:
+    in_store = any(c.store is not None for c in counters)
+
     @registry.on(MODEL_CALL, name=name, **place("limit_calls"))
     async def limit_model_calls(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
-        full = await _admit(counters, ctx.run)
+        full = _count_here(counters, ctx.run)
+        if full is None and in_store:
+            full = await _count_stored(counters, ctx.run)
         if full is None:
             return await call_next(ctx)
         if exit == "error":
@@ -282,6 +293,7 @@ def _register_tool_calls(
     name: str,
 ) -> None:
     which = "any tool" if tools is None else " or ".join(repr(t) for t in tools)
+    in_store = any(c.store is not None for c in counters)
 
     @registry.on(
         TOOL_CALL,
@@ -292,7 +304,9 @@ def _register_tool_calls(
     async def limit_tool_calls(
         ctx: ToolCallContext, call_next: ToolCallNext
     ) -> Outcome[ToolResult]:
-        full = await _admit(counters, ctx.run)
+        full = _count_here(counters, ctx.run)
+        if full is None and in_store:
+            full = await _count_stored(counters, ctx.run)
         if full is None:
             return await call_next(ctx)
         if exit == "error":

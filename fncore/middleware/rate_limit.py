@@ -5,8 +5,10 @@ minute in a fixed one-minute window that starts with its first reservation, beca
 reservation is settled afterwards with the tokens actually used, which only a counter can
 give back (to the window it was made in: a call that outlives its window gives nothing
 back). ``window`` shortens (or lengthens) the minute: both rates then count per ``window``
-seconds. Both come from the `limits` library, in a store chosen by URL: ``memory://`` (this
-process) or ``redis://...`` (every process using the same server and ``name``).
+seconds. They count in a store chosen by URL: ``memory://``, this process, in windows of
+fncore's own (`fncore.middleware._windows`: nothing runs in the background), or
+``redis://...``, every process using the same server and ``name``, through the `limits`
+library.
 
 Before a call, its tokens are reserved: an estimate of the input (its characters over four)
 plus ``max_tokens`` (or ``output_reserve`` when the request sets none). After the call, the
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from abc import ABC, abstractmethod
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -42,11 +45,13 @@ from fncore.core import (
     Registry,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
 )
 from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import SomeSeconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
+from fncore.middleware._windows import InProcess, Limit, Refusal
 from fncore.shared_stores import MAX_CONNECTIONS
 
 if TYPE_CHECKING:
@@ -62,8 +67,6 @@ IMAGE_TOKENS = 1_000
 
 POLL = 1.0
 """The longest a waiting call sleeps before it looks again (given-back tokens free room)."""
-
-Limit = Literal["requests_per_minute", "tokens_per_minute", "max_concurrent"]
 
 REDIS_PREFIX = "fncore:limits"
 """The prefix of the rates' keys in Redis (`limits` puts a colon after it)."""
@@ -106,39 +109,50 @@ def estimate_tokens(request: ModelRequest) -> int:
             else:
                 chars += len(part.text)
     for tool in request.tools:
-        chars += len(tool.name) + len(tool.description) + len(str(tool.parameters))
+        chars += _tool_chars(tool)
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def _open(url: str) -> tuple[Any, Any]:
-    """The `limits` storage a store URL names, and what to close when done (or ``None``)."""
+_TOOL_CHARS: dict[int, tuple[ToolSpec, int]] = {}
+"""The characters of the tool definitions seen last, by identity (the definition is kept, so
+its identity is not reused while it is here): an agent sends the same ones on every call."""
+
+TOOLS_KEPT = 1_024
+"""How many tool definitions `_TOOL_CHARS` holds before it starts again."""
+
+
+def _tool_chars(tool: ToolSpec) -> int:
+    """The characters ``tool``'s name, description and schema count (the schema as text)."""
+    kept = _TOOL_CHARS.get(id(tool))
+    if kept is not None and kept[0] is tool:
+        return kept[1]
+    chars = len(tool.name) + len(tool.description) + len(str(tool.parameters))
+    if len(_TOOL_CHARS) >= TOOLS_KEPT:
+        _TOOL_CHARS.clear()
+    _TOOL_CHARS[id(tool)] = (tool, chars)
+    return chars
+
+
+def _redis(url: str) -> tuple[Any, Any]:
+    """The `limits` storage on the Redis server ``url`` names, and its connection pool."""
     from limits.storage import storage_from_string  # imported when used: it takes ~30 ms
 
-    scheme = urlsplit(url).scheme
-    if scheme == "memory":
-        if url.rstrip("/") != "memory:":
-            msg = f"store {url!r}: memory:// takes no host or options here"
-            raise ValueError(msg)
-        return storage_from_string("async+memory://"), None
-    if scheme in ("redis", "rediss", "unix"):
-        try:
-            import redis.asyncio
-        except ImportError:
-            msg = f"store {url!r} needs the Redis client: {install_hint('redis')}"
-            raise ValueError(msg) from None
-        # A bounded pool, as fncore's own Redis store: many concurrent calls share a few
-        # connections instead of opening one each.
-        pool = redis.asyncio.BlockingConnectionPool.from_url(
-            url, max_connections=MAX_CONNECTIONS, timeout=30
-        )
-        target = f"async+redis+unix{url[4:]}" if scheme == "unix" else f"async+{url}"
-        options: dict[str, Any] = {"connection_pool": pool}  # limits types options as scalars
-        storage = storage_from_string(
-            target, implementation="redispy", key_prefix=REDIS_PREFIX, **options
-        )
-        return storage, pool
-    msg = f"store {url!r}: unknown scheme {scheme!r}; use memory:// or redis://host:port"
-    raise ValueError(msg)
+    try:
+        import redis.asyncio
+    except ImportError:
+        msg = f"store {url!r} needs the Redis client: {install_hint('redis')}"
+        raise ValueError(msg) from None
+    # A bounded pool, as fncore's own Redis store: many concurrent calls share a few
+    # connections instead of opening one each.
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=MAX_CONNECTIONS, timeout=30
+    )
+    target = f"async+redis+unix{url[4:]}" if url.startswith("unix") else f"async+{url}"
+    options: dict[str, Any] = {"connection_pool": pool}  # limits types options as scalars
+    storage = storage_from_string(
+        target, implementation="redispy", key_prefix=REDIS_PREFIX, **options
+    )
+    return storage, pool
 
 
 def _per(amount: int, window: int) -> RateLimitItem:
@@ -153,33 +167,15 @@ def _per(amount: int, window: int) -> RateLimitItem:
     return RateLimitItemPerSecond(amount, window)
 
 
-class _Limits:
-    """One ``rate_limit``'s limiters on their storage, and its slots per model; owned."""
+class _Rates(ABC):
+    """One ``rate_limit``'s counts, wherever they are kept, and its slots per model; owned.
 
-    def __init__(
-        self,
-        name: str,
-        store: str,
-        requests: int | None,
-        tokens: int | None,
-        window: int = 60,
-    ) -> None:
-        from limits.aio.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+    A store's counts implement `take` and `settle`.
+    """
 
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.storage, self._pool = _open(store)
-        self.requests = None if requests is None else _per(requests, window)
-        self.tokens = None if tokens is None else _per(tokens, window)
-        self.moving = MovingWindowRateLimiter(self.storage)
-        self.fixed = FixedWindowRateLimiter(self.storage)
         self._slots: PerLoop[asyncio.Semaphore] = PerLoop()
-        self._client: Any = None
-        self._give_back: Any = None
-        if self._pool is not None:
-            import redis.asyncio
-
-            self._client = redis.asyncio.Redis(connection_pool=self._pool)
-            self._give_back = self._client.register_script(_GIVE_BACK)
 
     def slots(self, model: str, size: int) -> asyncio.Semaphore:
         """The semaphore bounding ``model``'s calls in flight to ``size``, in this loop."""
@@ -204,45 +200,124 @@ class _Limits:
             retry_after=wait,
         )
 
-    async def _try(self, model: str, reserved: int) -> tuple[Limit, float] | None:
+    @abstractmethod
+    async def take(self, model: str, reserved: int) -> Refusal | float:
+        """A request and ``reserved`` tokens for ``model`` now: the tokens' window, or why not.
+
+        Returns:
+            When the window the tokens were reserved in ends (0 without a token limit), or
+            the `Refusal` of the limit that has no room.
+        """
+
+    @abstractmethod
+    async def settle(
+        self, model: str, reserved: int, window: float, outcome: Outcome[ModelResponse]
+    ) -> None:
+        """Settle ``reserved`` tokens, taken in ``window``, with what the call used.
+
+        A failed call used none; what a call used beyond its reservation counts in the
+        current window.
+        """
+
+    async def admit(self, model: str, reserved: int, deadline: float) -> RateLimitExceeded | float:
+        """Wait for a request and ``reserved`` tokens until ``deadline`` (monotonic).
+
+        Returns:
+            What `take` returned once it took them, or the error of a call that waited too long.
+        """
+        while True:
+            taken = await self.take(model, reserved)
+            if not isinstance(taken, Refusal):
+                return taken
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self.exceeded(model, taken.limit, max(taken.wait, 0.0))
+            await asyncio.sleep(min(max(taken.wait, 0.01), left, POLL))
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Close the store's connections, if it has any."""
+
+
+def _used(outcome: Outcome[ModelResponse]) -> int:
+    """The tokens a call used: its response's input and output tokens; none if it failed."""
+    if type(outcome) is Success:
+        response: ModelResponse = outcome.unwrap()
+        return response.usage.input_tokens + response.usage.output_tokens
+    return 0
+
+
+class _Local(_Rates):
+    """Counts in this process (``memory://``), in fncore's own windows."""
+
+    def __init__(self, name: str, requests: int | None, tokens: int | None, window: int) -> None:
+        super().__init__(name)
+        self.windows = InProcess(requests, tokens, window)
+
+    async def take(self, model: str, reserved: int) -> Refusal | float:
+        return self.windows.take(model, reserved)
+
+    async def settle(
+        self, model: str, reserved: int, window: float, outcome: Outcome[ModelResponse]
+    ) -> None:
+        self.windows.settle(model, reserved, window, _used(outcome))
+
+    async def aclose(self) -> None:
+        """Nothing to close: the windows are plain values."""
+
+
+class _Limits(_Rates):
+    """Counts on a Redis server, through the `limits` library's windows."""
+
+    def __init__(
+        self,
+        name: str,
+        store: str,
+        requests: int | None,
+        tokens: int | None,
+        window: int = 60,
+    ) -> None:
+        from limits.aio.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+        super().__init__(name)
+        self.storage, self._pool = _redis(store)
+        self.requests = None if requests is None else _per(requests, window)
+        self.tokens = None if tokens is None else _per(tokens, window)
+        self.moving = MovingWindowRateLimiter(self.storage)
+        self.fixed = FixedWindowRateLimiter(self.storage)
+        import redis.asyncio
+
+        self._client = redis.asyncio.Redis(connection_pool=self._pool)
+        self._give_back = self._client.register_script(_GIVE_BACK)
+
+    async def _try(self, model: str, reserved: int) -> Refusal | None:
         """Take a request and ``reserved`` tokens: ``None``, or the limit reached and the wait."""
         tokens, requests = self.tokens, self.requests
         if tokens is not None and not await self.fixed.hit(tokens, self.name, model, cost=reserved):
             # a refused fixed-window hit has counted its cost all the same: take it back
             await self.give_back(tokens, model, reserved)
             stats = await self.fixed.get_window_stats(tokens, self.name, model)
-            return "tokens_per_minute", stats.reset_time - time.time()
+            return Refusal("tokens_per_minute", stats.reset_time - time.time())
         if requests is not None and not await self.moving.hit(requests, self.name, model):
             if tokens is not None:
                 await self.give_back(tokens, model, reserved)
             stats = await self.moving.get_window_stats(requests, self.name, model)
-            return "requests_per_minute", stats.reset_time - time.time()
+            return Refusal("requests_per_minute", stats.reset_time - time.time())
         return None
 
-    async def admit(self, model: str, reserved: int, deadline: float) -> RateLimitExceeded | None:
-        """Wait for a request and ``reserved`` tokens until ``deadline`` (monotonic)."""
-        while True:
-            refused = await self._try(model, reserved)
-            if refused is None:
-                return None
-            limit, wait = refused
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return self.exceeded(model, limit, max(wait, 0.0))
-            await asyncio.sleep(min(max(wait, 0.01), left, POLL))
+    async def take(self, model: str, reserved: int) -> Refusal | float:
+        refused = await self._try(model, reserved)
+        if refused is not None:
+            return refused
+        # read just after the reservation, it names the window the reservation was made in
+        return 0.0 if self.tokens is None else await self.window(self.tokens, model)
 
     def _key(self, tokens: RateLimitItem, model: str) -> str:
         return tokens.key_for(self.name, model)
 
     async def window(self, tokens: RateLimitItem, model: str) -> float:
-        """Which window ``model``'s tokens count in now, named by when it ends, exactly.
-
-        Read just after a reservation, it names the window the reservation was made in.
-        """
-        key = self._key(tokens, model)
-        if self._client is None:
-            return float(await self.storage.get_expiry(key))
-        return float(await self._client.pexpiretime(f"{REDIS_PREFIX}:{key}"))
+        """Which window ``model``'s tokens count in now, named by when it ends, exactly."""
+        return float(await self._client.pexpiretime(f"{REDIS_PREFIX}:{self._key(tokens, model)}"))
 
     async def give_back(
         self, tokens: RateLimitItem, model: str, amount: int, window: float | None = None
@@ -252,44 +327,44 @@ class _Limits:
         A window that ended meanwhile is given nothing: what a reservation did not use
         never frees room in a later window, which counts other calls' reservations (nor
         becomes credit there). ``None``: the current window (a hit just refused). The check
-        and the decrement are one step (a Lua script on Redis), so another process giving
-        back at once cannot take a window below zero.
+        and the decrement are one step (a Lua script), so another process giving back at
+        once cannot take a window below zero.
         """
         key = self._key(tokens, model)
-        if self._give_back is not None:
-            await self._give_back(
-                keys=[f"{REDIS_PREFIX}:{key}"], args=[amount, "" if window is None else window]
-            )
-        elif window is None or await self.storage.get_expiry(key) == window:
-            await self.storage.decr(key, amount)  # in memory: one step, floored at zero
+        await self._give_back(
+            keys=[f"{REDIS_PREFIX}:{key}"], args=[amount, "" if window is None else window]
+        )
 
     async def settle(
-        self,
-        tokens: RateLimitItem,
-        model: str,
-        reserved: tuple[int, float],
-        outcome: Outcome[ModelResponse],
+        self, model: str, reserved: int, window: float, outcome: Outcome[ModelResponse]
     ) -> None:
-        """Settle a reservation (tokens, window) with what the call used (none, if it failed).
-
-        What it used beyond the reservation counts in the current window.
-        """
-        amount, window = reserved
-        used = 0
-        if type(outcome) is Success:
-            usage = outcome.unwrap().usage
-            used = usage.input_tokens + usage.output_tokens
-        if used < amount:
-            await self.give_back(tokens, model, amount - used, window)
-        elif used > amount:
+        tokens, used = self.tokens, _used(outcome)
+        if tokens is None or used == reserved:
+            return
+        if used < reserved:
+            await self.give_back(tokens, model, reserved - used, window)
+        else:
             await self.storage.incr(
-                self._key(tokens, model), tokens.get_expiry(), amount=used - amount
+                self._key(tokens, model), tokens.get_expiry(), amount=used - reserved
             )
 
     async def aclose(self) -> None:
-        """Close the Redis connections, if any."""
-        if self._pool is not None:
-            await self._pool.aclose()
+        """Close the Redis connections."""
+        await self._pool.aclose()
+
+
+def _open(name: str, store: str, requests: int | None, tokens: int | None, window: int) -> _Rates:
+    """The counts of a ``rate_limit`` in the store ``store`` names."""
+    scheme = urlsplit(store).scheme
+    if scheme == "memory":
+        if store.rstrip("/") != "memory:":
+            msg = f"store {store!r}: memory:// takes no host or options here"
+            raise ValueError(msg)
+        return _Local(name, requests, tokens, window)
+    if scheme in ("redis", "rediss", "unix"):
+        return _Limits(name, store, requests, tokens, window)
+    msg = f"store {store!r}: unknown scheme {scheme!r}; use memory:// or redis://host:port"
+    raise ValueError(msg)
 
 
 async def _take(slot: asyncio.Semaphore, wait: float) -> bool:
@@ -327,8 +402,8 @@ def _give_up(waiter: asyncio.Task[Literal[True]], slot: asyncio.Semaphore) -> No
     waiter.add_done_callback(give_back)
 
 
-def _too_big(limits: _Limits, model: str, reserved: int, allowed: int) -> RateLimitExceeded:
-    error = limits.exceeded(model, "tokens_per_minute", None)
+def _too_big(rates: _Rates, model: str, reserved: int, allowed: int) -> RateLimitExceeded:
+    error = rates.exceeded(model, "tokens_per_minute", None)
     return replace(
         error,
         message=(
@@ -394,10 +469,11 @@ def rate_limit(
             "rate_limit needs a limit: set requests_per_minute, tokens_per_minute or max_concurrent"
         )
         raise ValueError(msg)
-    limits = _Limits(name, store, requests_per_minute, tokens_per_minute, window)
+    rates = _open(name, store, requests_per_minute, tokens_per_minute, window)
     registry = Registry()
-    registry.own(limits)
-    tokens = limits.tokens
+    registry.own(rates)
+    tokens = tokens_per_minute
+    counted = requests_per_minute is not None or tokens is not None
 
     @registry.on(MODEL_CALL, name=name, **place("rate_limit"))
     async def rate_limited(
@@ -407,25 +483,26 @@ def rate_limit(
         deadline = time.monotonic() + max_wait
         slot = None
         if max_concurrent is not None:
-            slot = limits.slots(model, max_concurrent)
+            slot = rates.slots(model, max_concurrent)
             if not await _take(slot, max_wait):
-                return Failure(limits.exceeded(model, "max_concurrent", None))
+                return Failure(rates.exceeded(model, "max_concurrent", None))
         try:
             reserved = 0
             if tokens is not None:
                 request = ctx.request
                 answer = request.settings.max_tokens
                 reserved = estimate_tokens(request) + (output_reserve if answer is None else answer)
-                if reserved > tokens.amount:
-                    return Failure(_too_big(limits, model, reserved, tokens.amount))
-            refused = await limits.admit(model, reserved, deadline)
-            if refused is not None:
-                return Failure(refused)
+                if reserved > tokens:
+                    return Failure(_too_big(rates, model, reserved, tokens))
+            if not counted:
+                return await call_next(ctx)
+            window = await rates.admit(model, reserved, deadline)
+            if isinstance(window, RateLimitExceeded):
+                return Failure(window)
             if tokens is None:
                 return await call_next(ctx)
-            reservation = (reserved, await limits.window(tokens, model))
             outcome = await call_next(ctx)
-            await limits.settle(tokens, model, reservation, outcome)
+            await rates.settle(model, reserved, window, outcome)
             return outcome
         finally:
             if slot is not None:

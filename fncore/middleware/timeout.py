@@ -8,12 +8,15 @@ tool, every round of the reply, the tools running in it) and becomes an error va
 | ``model_call`` | `ModelTimeout` (``retryable``, so a `retry` outside sends it again) |
 | ``tool_call`` | an error result the model sees, as for the loop's ``tool_timeout`` |
 | ``reply`` | `DeadlineExceeded` (``limit="reply"``) |
+
+Each deadline is one scope around what it guards; the scopes of one length share one timer
+per event loop (`fncore.middleware._deadlines`), so a run arms no timer of its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
+from functools import lru_cache
 from typing import TypeVar
 
 from returns.result import Failure, Success
@@ -35,6 +38,7 @@ from fncore.core import (
 )
 from fncore.core._position_names import MODEL_CALL, RUN, TOOL_CALL
 from fncore.middleware._checked import Seconds, checked
+from fncore.middleware._deadlines import Deadlines
 from fncore.middleware._place import place
 
 __all__ = ["timeout"]
@@ -42,21 +46,21 @@ __all__ = ["timeout"]
 _T = TypeVar("_T")
 
 
+@lru_cache(maxsize=64)
+def _deadlines(seconds: float) -> Deadlines:
+    """The deadlines of ``seconds``, shared by everything that sets one of that length."""
+    return Deadlines(seconds)
+
+
 async def within(seconds: float, pending: Awaitable[_T], late: Callable[[], _T]) -> _T:
     """``pending``'s value, or ``late()`` if ``seconds`` passed first (``pending`` is cancelled).
 
     Example:
+        >>> import asyncio
         >>> asyncio.run(within(0.01, asyncio.sleep(5, "on time"), lambda: "late"))
         'late'
     """
-    scope = asyncio.timeout(seconds)
-    try:
-        async with scope:
-            return await pending
-    except TimeoutError:
-        if not scope.expired():
-            raise  # a TimeoutError of its own, not this deadline
-    return late()
+    return await _deadlines(seconds).within(pending, late)
 
 
 @checked
@@ -95,10 +99,11 @@ def timeout(
     registry = Registry()
     if reply is not None:
         reply_seconds = reply
+        replies = _deadlines(reply)
 
         @registry.on(RUN, name=name, **place("timeout"))
         async def reply_deadline(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
-            return await within(reply_seconds, call_next(ctx), passed)
+            return await replies.within(call_next(ctx), passed)
 
         def passed() -> Outcome[RunResult]:
             return Failure(
@@ -117,12 +122,13 @@ def timeout(
 
     if model_call is not None:
         call_seconds = model_call
+        calls = _deadlines(model_call)
 
         @registry.on(MODEL_CALL, name=name, **place("timeout"))
         async def call_deadline(
             ctx: ModelCallContext, call_next: ModelCallNext
         ) -> Outcome[ModelResponse]:
-            return await within(call_seconds, call_next(ctx), lambda: model_late(ctx))
+            return await calls.within(call_next(ctx), lambda: model_late(ctx))
 
         def model_late(ctx: ModelCallContext) -> Outcome[ModelResponse]:
             return Failure(
@@ -138,12 +144,13 @@ def timeout(
 
     if tool_call is not None:
         tool_seconds = tool_call
+        tools = _deadlines(tool_call)
 
         @registry.on(TOOL_CALL, name=name, **place("timeout"))
         async def tool_deadline(
             ctx: ToolCallContext, call_next: ToolCallNext
         ) -> Outcome[ToolResult]:
-            return await within(tool_seconds, call_next(ctx), lambda: tool_late(ctx))
+            return await tools.within(call_next(ctx), lambda: tool_late(ctx))
 
         def tool_late(ctx: ToolCallContext) -> Outcome[ToolResult]:
             text = f"Tool {ctx.tool.name!r} timed out after {tool_seconds}s."

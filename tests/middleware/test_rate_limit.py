@@ -207,6 +207,21 @@ async def test_usage_beyond_the_reservation_is_counted(store: str, streaming: bo
     await registry.aclose()
 
 
+async def test_a_call_that_used_exactly_its_reservation_keeps_it_counted(store: str) -> None:
+    """Usage equal to the reservation settles nothing: it stays counted, no more, no less."""
+
+    def exact(request: ModelRequest) -> ModelResponse:
+        reserved = estimate_tokens(request) + 40  # its input, estimated, and max_tokens
+        return ModelResponse(Message.assistant("ok"), Usage(reserved, 0))
+
+    registry = rate_limit(requests_per_minute=None, tokens_per_minute=100, max_wait=0, store=store)
+    agent = Agent(FunctionModel(exact), registry=registry)
+    settings = ModelSettings(max_tokens=40)  # each reserves ~5 + 40 tokens: two fit in 100
+    outcomes = [await agent.run("hi", model_settings=settings) for _ in range(3)]
+    assert [isinstance(o, Success) for o in outcomes] == [True, True, False]
+    await registry.aclose()
+
+
 async def test_tokens_given_back_after_their_window_are_no_credit_in_the_next(store: str) -> None:
     """A call that outlives its window gives back into nothing: the next window is whole."""
     release = asyncio.Event()

@@ -1,0 +1,42 @@
+"""``rate_limit``'s token estimate: tool definitions measured once each, as if every time."""
+
+from __future__ import annotations
+
+from fncore import Message, ModelRequest, ToolSpec
+from fncore.middleware.rate_limit import _TOOL_CHARS as kept
+from fncore.middleware.rate_limit import TOOLS_KEPT, _tool_chars, estimate_tokens
+
+
+def spec(name: str, properties: dict[str, object]) -> ToolSpec:
+    """A tool definition with ``properties`` in its schema."""
+    return ToolSpec(name, "Does it.", {"type": "object", "properties": properties})
+
+
+def measured(tool: ToolSpec) -> int:
+    """What a tool definition counts, measured afresh."""
+    return len(tool.name) + len(tool.description) + len(str(tool.parameters))
+
+
+def test_a_definition_counts_what_measuring_it_again_would() -> None:
+    """The remembered size of a definition is its size, on every call."""
+    tool = spec("add", {"a": {"type": "integer"}})
+    request = ModelRequest((Message.user("x" * 40),), tools=(tool,))
+    expected = -(-(16 + 40 + measured(tool)) // 4)
+    assert [estimate_tokens(request) for _ in range(3)] == [expected] * 3
+
+
+def test_another_definition_is_measured_again() -> None:
+    """A new definition, even of the same tool, is measured: sizes follow the definition."""
+    small = spec("add", {"a": {"type": "integer"}})
+    big = spec("add", {"a": {"type": "integer"}, "b": {"type": "integer", "title": "B" * 50}})
+    assert _tool_chars(small) == measured(small)
+    assert _tool_chars(big) == measured(big)
+    assert _tool_chars(small) == measured(small)
+
+
+def test_what_is_remembered_is_bounded() -> None:
+    """However many definitions pass, at most TOOLS_KEPT are held."""
+    for n in range(TOOLS_KEPT + 10):
+        tool = spec(f"tool_{n}", {})
+        assert _tool_chars(tool) == measured(tool)
+    assert len(kept) <= TOOLS_KEPT
