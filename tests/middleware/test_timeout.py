@@ -109,6 +109,10 @@ async def test_a_tool_call_past_its_deadline_is_an_error_result(stream: bool) ->
             raise
         return word
 
+    async def add(a: int, b: int) -> int:
+        """Add two integers, at once: no await, so no load can hold it past the deadline."""
+        return a + b
+
     model = ScriptedModel([tool_calls(("lookup", {"word": "x"}), ("add", {"a": 1, "b": 2})), "ok"])
     agent = agent_with(model, timeout(tool_call=SHORT), tools=[lookup, add])
     result = run_ok(await answer(agent, "go", stream))
