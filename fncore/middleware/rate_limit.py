@@ -26,6 +26,7 @@ import asyncio
 import math
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ from returns.result import Failure, Success
 from fncore._distribution import install_hint
 from fncore.core import (
     DataPart,
+    Message,
     ModelCallContext,
     ModelCallNext,
     ModelRequest,
@@ -51,6 +53,7 @@ from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import SomeSeconds, checked
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
+from fncore.middleware._tally import Tally
 from fncore.middleware._windows import InProcess, Limit, Refusal
 from fncore.shared_stores import MAX_CONNECTIONS
 
@@ -96,8 +99,19 @@ def estimate_tokens(request: ModelRequest) -> int:
         >>> estimate_tokens(ModelRequest((Message.user("What is two plus three?"),)))
         10
     """
-    chars = len(request.instructions)
-    for message in request.messages:
+    messages = request.messages
+    chars = len(request.instructions) + _HISTORY.history(
+        messages if type(messages) is tuple else tuple(messages)
+    )
+    for tool in request.tools:
+        chars += _tool_chars(tool)
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _message_chars(messages: Sequence[Message]) -> int:
+    """The characters ``messages`` count, framing included (see `estimate_tokens`)."""
+    chars = 0
+    for message in messages:
         chars += 16  # the role and the message's framing
         for part in message.parts:
             if isinstance(part, ToolCallPart):
@@ -108,9 +122,13 @@ def estimate_tokens(request: ModelRequest) -> int:
                 chars += IMAGE_TOKENS * CHARS_PER_TOKEN
             else:
                 chars += len(part.text)
-    for tool in request.tools:
-        chars += _tool_chars(tool)
-    return math.ceil(chars / CHARS_PER_TOKEN)
+    return chars
+
+
+_HISTORY = Tally(_message_chars)
+"""Each message's characters and the totals of recent histories, remembered (bounded): a
+conversation's next call counts only its new messages, so the estimate stays flat in its
+length."""
 
 
 _TOOL_CHARS: dict[int, tuple[ToolSpec, int]] = {}

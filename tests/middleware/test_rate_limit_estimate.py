@@ -40,3 +40,20 @@ def test_what_is_remembered_is_bounded() -> None:
         tool = spec(f"tool_{n}", {})
         assert _tool_chars(tool) == measured(tool)
     assert len(kept) <= TOOLS_KEPT
+
+
+def test_a_growing_and_edited_conversation_is_estimated_as_afresh() -> None:
+    """Histories' totals are remembered, yet each estimate is what counting all gives."""
+    history: list[Message] = [Message.user("Find a flight.")]
+    for turn in range(120):
+        history.append(Message.assistant(f"Looking, turn {turn}." + "." * (turn % 7)))
+        history.append(Message.user("And now?" * (1 + turn % 3)))
+        request = ModelRequest(tuple(history), "Be brief.")
+        chars = 9 + sum(16 + len(m.text) for m in history)
+        assert estimate_tokens(request) == -(-chars // 4)
+    history[5] = Message.user("an edited message, longer than it was before")  # a new object
+    edited = ModelRequest(tuple(history), "Be brief.")
+    assert estimate_tokens(edited) == -(-(9 + sum(16 + len(m.text) for m in history)) // 4)
+    assert estimate_tokens(ModelRequest(tuple(history[:3]))) == -(
+        -sum(16 + len(m.text) for m in history[:3]) // 4
+    )
