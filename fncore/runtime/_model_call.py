@@ -7,7 +7,6 @@ the model, so nothing a model does escapes the run or reaches the stream's consu
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, cast
 
 from returns.result import Failure, Success
@@ -126,6 +125,14 @@ def sent(out: Outcome[ModelResponse], request: ModelRequest) -> Outcome[ModelRes
     """
     if type(out) is Success:
         response = out.unwrap()
-        if response._sent is None:
-            return Success(replace(response, _sent=request))
+        if response._sent is None:  # each field named: a third of `replace`'s cost, per round
+            return Success(
+                ModelResponse(
+                    response.message,
+                    response.usage,
+                    response.finish_reason,
+                    response.model_name,
+                    _sent=request,
+                )
+            )
     return out

@@ -19,17 +19,20 @@ from fncore import (
     LoopSettings,
     Message,
     ModelRequest,
+    ModelResponse,
     Outcome,
     Registry,
     RequireTool,
     Tool,
     ToolCallPart,
     ToolResultPart,
+    Usage,
     current_metadata,
 )
 from fncore.core import check_pairing
 from fncore.errors import MaxIterationsReached, TooManyToolErrors, UnknownToolCalled
 from fncore.events import Compaction
+from fncore.runtime._model_call import sent
 from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 
@@ -499,3 +502,18 @@ def test_loop_settings_reject_nonsense(max_iterations: int) -> None:
     """LoopSettings refuses a max_iterations below 1 at construction."""
     with pytest.raises(ValueError, match="max_iterations"):
         LoopSettings(max_iterations=max_iterations)
+
+
+def test_what_was_sent_is_noted_on_a_copy_that_keeps_every_field() -> None:
+    """The innermost end notes the request on a new response, every other field kept."""
+    answer = ModelResponse(
+        Message.assistant("5"), Usage(input_tokens=3, output_tokens=1), "length", "m-1"
+    )
+    request = ModelRequest((Message.user("2 + 3?"),))
+    noted = sent(Success(answer), request).unwrap()
+    assert noted is not answer
+    assert answer._sent is None
+    assert noted._sent is request
+    for field in dataclasses.fields(ModelResponse):
+        if field.compare:
+            assert getattr(noted, field.name) == getattr(answer, field.name), field.name
