@@ -13,6 +13,9 @@ from typing import Any
 from opentelemetry.trace import NonRecordingSpan, Span
 from opentelemetry.util.types import Attributes
 
+_NOTHING: tuple[dict[str, Any], int] = ({}, 0)
+"""What a call whose middleware set nothing before its first attempt shares with each."""
+
 
 class CallSpan(NonRecordingSpan):
     """The current span while a model call's middleware run, before an attempt opens one.
@@ -33,27 +36,39 @@ class CallSpan(NonRecordingSpan):
     Status, exceptions, links and a new name are not kept.
     """
 
+    # What each call starts with, until it changes (one is made per model call).
+    attempts = 0
+    """How many attempts began."""
+    _shared: tuple[dict[str, Any], int] | None = None
+    """What was set before the first attempt began: attributes, and the count of events."""
+    _late: dict[str, Any] | None = None
+    """What was set since the last attempt began (``None``: nothing)."""
+    _copied = 0
+    """How many events the last attempt's span has."""
+    _held: Span | None = None
+    """The span of the attempt that returned last, until it ends."""
+    _ended = 0
+    """When that attempt returned (ns since the epoch)."""
+
     def __init__(self, parent: Span) -> None:
         super().__init__(parent.get_span_context())
         self._parent = parent
         self.attributes: dict[str, Any] = {}
         self.events: list[tuple[str, Attributes, int]] = []
-        self.attempts = 0
-        self._shared: tuple[dict[str, Any], int] | None = None
-        self._late: dict[str, Any] = {}
-        self._copied = 0
-        self._held: Span | None = None
-        self._ended = 0
 
     def is_recording(self) -> bool:
         return self._parent.is_recording()
 
     def set_attribute(self, key: str, value: Any) -> None:
         self.attributes[key] = value
+        if self._late is None:
+            self._late = {}
         self._late[key] = value
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         self.attributes.update(attributes)
+        if self._late is None:
+            self._late = {}
         self._late.update(attributes)
 
     def add_event(
@@ -70,12 +85,17 @@ class CallSpan(NonRecordingSpan):
 
         The attempt before, if any, is over: its span ends first (`settle`).
         """
-        self.settle()
-        if self._shared is None:
-            self._shared = (dict(self.attributes), len(self.events))
-        attributes, count = self._shared
-        add(span, attributes, self.events[:count])
-        self._late = {}
+        if self._held is not None:
+            self.settle()
+        shared = self._shared
+        if shared is None:
+            shared = _NOTHING
+            if self.attributes or self.events:
+                shared = (dict(self.attributes), len(self.events))
+            self._shared = shared
+        if shared is not _NOTHING:
+            add(span, shared[0], self.events[: shared[1]])
+        self._late = None
         self._copied = len(self.events)
 
     def hold(self, span: Span) -> None:
@@ -83,7 +103,8 @@ class CallSpan(NonRecordingSpan):
 
         One is held at a time: a span held already (attempts run side by side) ends first.
         """
-        self.settle()
+        if self._held is not None:
+            self.settle()
         self._held = span
         self._ended = time.time_ns()
 
@@ -93,9 +114,11 @@ class CallSpan(NonRecordingSpan):
         if span is None:
             return
         self._held = None
-        add(span, self._late, self.events[self._copied :])
-        self._late = {}
-        self._copied = len(self.events)
+        late, events = self._late, self.events
+        if late or len(events) > self._copied:
+            add(span, late or {}, events[self._copied :])
+            self._late = None
+            self._copied = len(events)
         span.end(self._ended)
 
 
