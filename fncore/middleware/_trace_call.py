@@ -26,12 +26,12 @@ class CallSpan(NonRecordingSpan):
     spans:
 
     * set before the first attempt started (a cache's miss), on every attempt's span,
-      copied as each starts (`begin`);
+      from its start (`begin`, `began`);
     * set after an attempt returned (``patch_tool_calls``' events), on that attempt's span:
       it is held open (`hold`) until the next attempt starts or the call is over, then
       ended at the time its attempt returned (`settle`);
     * with no attempt (a cache hit, a limit), all of it on the one span recorded for the
-      call (`copy_to`).
+      call (its attributes from its start, `copy_events_to`).
 
     Status, exceptions, links and a new name are not kept.
     """
@@ -61,29 +61,35 @@ class CallSpan(NonRecordingSpan):
 
     def set_attribute(self, key: str, value: Any) -> None:
         self.attributes[key] = value
-        if self._late is None:
-            self._late = {}
-        self._late[key] = value
+        if self.attempts:  # before the first, every attempt gets them (`begin`)
+            if self._late is None:
+                self._late = {}
+            self._late[key] = value
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
         self.attributes.update(attributes)
-        if self._late is None:
-            self._late = {}
-        self._late.update(attributes)
+        if self.attempts:
+            if self._late is None:
+                self._late = {}
+            self._late.update(attributes)
 
     def add_event(
         self, name: str, attributes: Attributes = None, timestamp: int | None = None
     ) -> None:
         self.events.append((name, attributes, time.time_ns() if timestamp is None else timestamp))
 
-    def copy_to(self, span: Span) -> None:
-        """Add everything set on this stand-in to ``span`` (a call with no attempt)."""
-        add(span, self.attributes, self.events)
+    def copy_events_to(self, span: Span) -> None:
+        """Add the events added to this stand-in to ``span`` (a call with no attempt).
 
-    def begin(self, span: Span) -> None:
-        """An attempt starts with ``span``: it gets what was set before the first attempt.
+        Its attributes are the span's from its start (`attributes`).
+        """
+        add(span, {}, self.events)
 
-        The attempt before, if any, is over: its span ends first (`settle`).
+    def begin(self, attributes: dict[str, Any]) -> dict[str, Any]:
+        """An attempt starts: ``attributes``, its span's, and what was set before the first.
+
+        The attempt before, if any, is over: its span ends first (`settle`). Once the new
+        span has started, `began` gives it the events added before the first attempt.
         """
         if self._held is not None:
             self.settle()
@@ -93,10 +99,15 @@ class CallSpan(NonRecordingSpan):
             if self.attributes or self.events:
                 shared = (dict(self.attributes), len(self.events))
             self._shared = shared
-        if shared is not _NOTHING:
-            add(span, shared[0], self.events[: shared[1]])
         self._late = None
         self._copied = len(self.events)
+        return {**attributes, **shared[0]} if shared[0] else attributes
+
+    def began(self, span: Span) -> None:
+        """The attempt's ``span`` started (after `begin`): add the events shared with it."""
+        shared = self._shared
+        if shared is not None and shared[1]:
+            add(span, {}, self.events[: shared[1]])
 
     def hold(self, span: Span) -> None:
         """Keep the returned attempt's ``span`` open for what is set after it; end it later.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram, MeterProvider
 from opentelemetry.trace import (
     NoOpTracerProvider,
@@ -198,28 +199,32 @@ def measure(
     outcome: Outcome[ModelResponse],
     seconds: float,
     to_first: float | None,
+    context: Context | None = None,
 ) -> None:
-    """Record one attempt's duration, time to first chunk and tokens, if metrics are on."""
+    """Record one attempt's duration, time to first chunk and tokens, if metrics are on.
+
+    ``context`` is the current one, if the caller has it at hand (else it is looked up).
+    """
     if meters is None:
         return
     if type(outcome) is Success:
         response: ModelResponse = outcome.unwrap()
         attributes, input_, output = model.metrics(response.model_name)
         if to_first is not None:
-            meters.first_chunk.record(to_first, attributes)
-        meters.duration.record(seconds, attributes)
+            meters.first_chunk.record(to_first, attributes, context)
+        meters.duration.record(seconds, attributes, context)
         usage = response.usage
         if g.usage_known(usage):
-            meters.tokens.record(usage.input_tokens, input_)
-            meters.tokens.record(usage.output_tokens, output)
+            meters.tokens.record(usage.input_tokens, input_, context)
+            meters.tokens.record(usage.output_tokens, output, context)
         return
     attributes = model.metrics("")[0]
     if to_first is not None:
-        meters.first_chunk.record(to_first, attributes)
+        meters.first_chunk.record(to_first, attributes, context)
     halt = outcome.failure()
     if isinstance(halt, AgentError):
         attributes = {**attributes, g.ERROR_TYPE: type(halt).__name__}
-    meters.duration.record(seconds, attributes)
+    meters.duration.record(seconds, attributes, context)
 
 
 class Spans:
@@ -312,8 +317,8 @@ class Spans:
         return attributes
 
     def asked(self, run: RunSpan, ctx: ModelCallContext) -> None:
-        """With content captured, keep the run's input: the first request the loop made."""
-        if self.capture and run.seen is None and ctx.run.calling is None:
+        """Keep the run's input (content captured): the first request the loop made."""
+        if run.seen is None and ctx.run.calling is None:
             run.seen = g.messages_json(ctx.request.messages, self.limit)
 
     def answered(
@@ -361,10 +366,10 @@ class Spans:
         span = tracer.start_span(
             model.chat,
             kind=SpanKind.INTERNAL,
-            attributes=self.chat_attributes(ctx, model, 0),
+            attributes={**self.chat_attributes(ctx, model, 0), **call.attributes},
             start_time=started,
         )
-        call.copy_to(span)
+        call.copy_events_to(span)
         if type(outcome) is Success:
             response: ModelResponse = outcome.unwrap()
             span.set_attributes(g.response_attributes(response))

@@ -147,12 +147,16 @@ class _Trace:
         }
         if run.session_id is not None:
             attributes[g.CONVERSATION_ID] = run.session_id
+        context = otel_context.get_current()
         span = tracer.start_span(
-            f"{g.INVOKE_AGENT} {run.agent}", kind=SpanKind.INTERNAL, attributes=attributes
+            f"{g.INVOKE_AGENT} {run.agent}",
+            context,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
         )
         traced = RunSpan(made, span, run)
         marker = self._run.set(traced)
-        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        token = otel_context.attach(otel_trace.set_span_in_context(span, context))
         try:
             outcome = await call_next(ctx)
         except BaseException as exc:
@@ -221,14 +225,18 @@ class _Trace:
         call.attempts += 1
         if run.described is None:
             run.described = model.described
+        context = otel_context.get_current()
         span = tracer.start_span(
             model.chat,
+            context,
             kind=SpanKind.CLIENT,
-            attributes=spans.chat_attributes(ctx, model, call.attempts),
+            attributes=call.begin(spans.chat_attributes(ctx, model, call.attempts)),
         )
-        call.begin(span)
-        spans.asked(run, ctx)
-        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        if call.events:
+            call.began(span)
+        if spans.capture:
+            spans.asked(run, ctx)
+        token = otel_context.attach(otel_trace.set_span_in_context(span, context))
         started = _timer()
         try:
             outcome = await call_next(ctx)
@@ -242,7 +250,7 @@ class _Trace:
         to_first = None if first is None else first.after(started)
         spans.answered(run, ctx, span, outcome, to_first)
         call.hold(span)
-        measure(made.meters, model, outcome, seconds, to_first)
+        measure(made.meters, model, outcome, seconds, to_first, context)  # current again
         return outcome
 
     async def trace_tool(
@@ -252,12 +260,14 @@ class _Trace:
         run = self._run.get()
         if run is None or run.telemetry.tracer is None:
             return await call_next(ctx)
+        context = otel_context.get_current()
         span = run.telemetry.tracer.start_span(
             f"{g.EXECUTE_TOOL} {ctx.tool.name}",
+            context,
             kind=SpanKind.INTERNAL,
             attributes=self.spans.tool_attributes(ctx),
         )
-        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        token = otel_context.attach(otel_trace.set_span_in_context(span, context))
         try:
             outcome = await call_next(ctx)
         except BaseException as exc:
