@@ -155,7 +155,8 @@ def model_name(model: Model) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _server(url: str) -> tuple[tuple[str, Any], ...]:
+def server_at(url: str) -> tuple[tuple[str, Any], ...]:
+    """``server.address`` and ``server.port`` of an endpoint's URL (none if unclear)."""
     # Without the user info first: a redacted one ("[redacted]@") is no IPv6 host.
     scheme, _, rest = url.partition("://")
     netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
@@ -180,7 +181,7 @@ def server_of(model: Model) -> tuple[tuple[str, Any], ...]:
     """
     endpoint = getattr(model, "endpoint", None)
     url = getattr(endpoint, "url", None)
-    return _server(url) if isinstance(url, str) else ()
+    return server_at(url) if isinstance(url, str) else ()
 
 
 def request_attributes(request: ModelRequest, streaming: bool) -> dict[str, Any]:
@@ -228,16 +229,28 @@ def usage_since(total: Usage, before: Usage) -> Usage:
     )
 
 
-def usage_attributes(usage: Usage) -> dict[str, int]:
-    """``gen_ai.usage.*``: input and output always, cache and reasoning when not zero."""
-    out = {USAGE_INPUT_TOKENS: usage.input_tokens, USAGE_OUTPUT_TOKENS: usage.output_tokens}
+def add_usage(attributes: dict[str, Any], usage: Usage) -> None:
+    """Add ``gen_ai.usage.*`` to ``attributes`` if ``usage`` says anything (`usage_known`).
+
+    Input and output always, cache and reasoning when not zero.
+
+    Example:
+        >>> found = {}
+        >>> add_usage(found, Usage(10, 4, reasoning_tokens=2))
+        >>> found  # doctest: +NORMALIZE_WHITESPACE
+        {'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 4,
+         'gen_ai.usage.reasoning.output_tokens': 2}
+    """
+    if not usage_known(usage):
+        return
+    attributes[USAGE_INPUT_TOKENS] = usage.input_tokens
+    attributes[USAGE_OUTPUT_TOKENS] = usage.output_tokens
     if usage.cache_read_tokens:
-        out[USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
+        attributes[USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
     if usage.cache_write_tokens:
-        out[USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
+        attributes[USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
     if usage.reasoning_tokens:
-        out[USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
-    return out
+        attributes[USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
 
 
 def response_attributes(response: ModelResponse) -> dict[str, Any]:

@@ -9,11 +9,9 @@ captured content), `measure` for the metrics (the stand-in span of a model call 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
+from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram, MeterProvider
 from opentelemetry.trace import (
     NoOpTracerProvider,
@@ -25,7 +23,7 @@ from opentelemetry.trace import (
     Tracer,
     TracerProvider,
 )
-from returns.result import Failure, Success
+from returns.result import Success
 
 from fncore._distribution import installed_version
 from fncore.core import (
@@ -47,9 +45,8 @@ from fncore.core import (
 )
 from fncore.middleware import _genai as g
 from fncore.middleware._trace_call import CallSpan
+from fncore.middleware._trace_models import ModelFacts, Models
 from fncore.runtime._subagent import children_usage
-
-_T = TypeVar("_T")
 
 SCOPE = "fncore"
 """The instrumentation scope of every span and metric ``trace`` records."""
@@ -150,16 +147,20 @@ class RunSpan:
     def __init__(self, telemetry: Telemetry, span: Span, run: RunInfo) -> None:
         self.telemetry = telemetry
         self.span = span
-        self.described = False
+        self.described: dict[str, Any] | None = None
+        """The provider and model of the run's first model call, set on its span at its end."""
         self.seen: str | None = None
         self.answer: Message | None = None
-        self.loop_before, self.before = spent_before(run)
+        if run._resume is None:
+            self.loop_before = self.before = NOTHING
+        else:
+            self.loop_before, self.before = spent_before(run)
 
-    def describe(self, provider: str, model: str) -> None:
-        """Name the run's provider and model after its first model call (once)."""
-        if not self.described:
-            self.described = True
-            self.span.set_attributes({g.PROVIDER_NAME: provider, g.REQUEST_MODEL: model})
+    def raised(self, exc: BaseException) -> None:
+        """Record an exception passing through the run (cancellation) on its span."""
+        if self.described is not None:
+            self.span.set_attributes(self.described)
+        raised(self.span, exc)
 
 
 def failed(span: Span, error_type: str, description: str) -> None:
@@ -173,102 +174,57 @@ def raised(span: Span, exc: BaseException) -> None:
     failed(span, type(exc).__qualname__, f"{type(exc).__qualname__} went through")
 
 
-class Clock:
-    """Times one attempt: its duration and, streaming, the time to its first chunk."""
+class FirstChunk:
+    """When a streamed attempt's first event arrived (`chunk` maps each event to itself)."""
 
-    __slots__ = ("first", "seconds", "started")
+    __slots__ = ("at",)
 
     def __init__(self) -> None:
-        self.started = time.perf_counter()
-        self.first: float | None = None
-        self.seconds = 0.0
-
-    def start(self) -> None:
-        """The request goes out now."""
-        self.started = time.perf_counter()
+        self.at: float | None = None
 
     def chunk(self, event: StreamEvent) -> StreamEvent:
         """An event map: note when the first streamed event arrives, pass it on."""
-        if self.first is None:
-            self.first = time.perf_counter()
+        if self.at is None:
+            self.at = time.perf_counter()
         return event
 
-    def stop(self) -> None:
-        """The answer is in."""
-        self.seconds = time.perf_counter() - self.started
-
-    @property
-    def to_first(self) -> float | None:
-        """Seconds from the request to the first chunk, if one came."""
-        return None if self.first is None else self.first - self.started
-
-
-async def within(
-    span: Span,
-    step: Awaitable[Outcome[_T]],
-    done: Callable[[Outcome[_T]], None],
-    hold: Callable[[Span], None] | None = None,
-) -> Outcome[_T]:
-    """Await ``step`` with ``span`` current; ``done`` records the outcome; then end ``span``.
-
-    With ``hold``, a span whose step returned is handed to it instead, to be ended later.
-    An exception passing through (cancellation) is recorded on the span and raised again,
-    and the span ends.
-    """
-    token = otel_context.attach(otel_trace.set_span_in_context(span))
-    held = False
-    try:
-        outcome = await step
-    except BaseException as exc:
-        raised(span, exc)
-        raise
-    else:
-        done(outcome)
-        if hold is not None:
-            hold(span)
-            held = True
-        return outcome
-    finally:
-        otel_context.detach(token)
-        if not held:
-            span.end()
+    def after(self, started: float) -> float | None:
+        """Seconds from ``started`` to the first chunk, if one came."""
+        return None if self.at is None else self.at - started
 
 
 def measure(
     meters: Meters | None,
-    ctx: ModelCallContext,
+    model: ModelFacts,
     outcome: Outcome[ModelResponse],
-    provider: str,
-    model: str,
-    clock: Clock,
+    seconds: float,
+    to_first: float | None,
+    context: Context | None = None,
 ) -> None:
-    """Record one attempt's duration, time to first chunk and tokens, if metrics are on."""
+    """Record one attempt's duration, time to first chunk and tokens, if metrics are on.
+
+    ``context`` is the current one, if the caller has it at hand (else it is looked up).
+    """
     if meters is None:
         return
-    attributes: dict[str, Any] = {
-        g.OPERATION_NAME: g.CHAT,
-        g.PROVIDER_NAME: provider,
-        g.REQUEST_MODEL: model,
-    }
-    attributes.update(g.server_of(ctx.model))
-    response: ModelResponse | None = None
     if type(outcome) is Success:
-        response = outcome.unwrap()
-        if response.model_name:
-            attributes[g.RESPONSE_MODEL] = response.model_name
-    to_first = clock.to_first
-    if to_first is not None:
-        meters.first_chunk.record(to_first, attributes)
-    if type(outcome) is Failure:
-        halt = outcome.failure()
-        if isinstance(halt, AgentError):
-            attributes = {**attributes, g.ERROR_TYPE: type(halt).__name__}
-    meters.duration.record(clock.seconds, attributes)
-    if response is not None and g.usage_known(response.usage):
+        response: ModelResponse = outcome.unwrap()
+        attributes, input_, output = model.metrics(response.model_name)
+        if to_first is not None:
+            meters.first_chunk.record(to_first, attributes, context)
+        meters.duration.record(seconds, attributes, context)
         usage = response.usage
-        tokens = meters.tokens
-        tokens.record(usage.input_tokens, {**attributes, g.TOKEN_TYPE: "input"})
-        tokens.record(usage.output_tokens, {**attributes, g.TOKEN_TYPE: "output"})
+        if g.usage_known(usage):
+            meters.tokens.record(usage.input_tokens, input_, context)
+            meters.tokens.record(usage.output_tokens, output, context)
+        return
+    attributes = model.metrics("")[0]
+    if to_first is not None:
+        meters.first_chunk.record(to_first, attributes, context)
+    halt = outcome.failure()
+    if isinstance(halt, AgentError):
+        attributes = {**attributes, g.ERROR_TYPE: type(halt).__name__}
+    meters.duration.record(seconds, attributes, context)
 
 
 class Spans:
@@ -279,11 +235,12 @@ class Spans:
         limit: The most characters of any text attribute.
     """
 
-    __slots__ = ("capture", "limit")
+    __slots__ = ("capture", "limit", "models")
 
     def __init__(self, capture: bool, limit: int) -> None:
         self.capture = capture
         self.limit = limit
+        self.models = Models()
 
     def halted(self, span: Span, halt: Halt, before: Usage = NOTHING) -> None:
         """Record a ``Failure``: a termination or a pause is not an error; an error is.
@@ -301,8 +258,10 @@ class Spans:
         failed(span, type(halt).__name__, g.clip(str(halt), self.limit))
         if isinstance(halt, LoopError):
             spent = halt.usage if before is NOTHING else g.usage_since(halt.usage, before)
-            if g.usage_known(spent):
-                span.set_attributes(g.usage_attributes(spent))
+            found: dict[str, Any] = {}
+            g.add_usage(found, spent)
+            if found:
+                span.set_attributes(found)
 
     def ran(self, run: RunSpan, outcome: Outcome[RunResult]) -> None:
         """Record how a run ended on its ``invoke_agent`` span."""
@@ -310,16 +269,22 @@ class Spans:
         if not span.is_recording():
             return
         capture, limit = self.capture, self.limit
-        if capture and run.seen is not None:
-            span.set_attribute(g.INPUT_MESSAGES, run.seen)
+        described = run.described
         if type(outcome) is not Success:
+            if described is not None:
+                span.set_attributes(described)
+            if capture and run.seen is not None:
+                span.set_attribute(g.INPUT_MESSAGES, run.seen)
             self.halted(span, outcome.failure(), run.loop_before)
             return
         result: RunResult = outcome.unwrap()
-        found: dict[str, Any] = {g.STOP_REASON: result.stop_reason, g.ROUNDS: result.rounds}
+        found: dict[str, Any] = {} if described is None else dict(described)
+        if capture and run.seen is not None:
+            found[g.INPUT_MESSAGES] = run.seen
+        found[g.STOP_REASON] = result.stop_reason
+        found[g.ROUNDS] = result.rounds
         spent = result.usage if run.before is NOTHING else g.usage_since(result.usage, run.before)
-        if g.usage_known(spent):
-            found.update(g.usage_attributes(spent))
+        g.add_usage(found, spent)
         if result.stop_reason == "terminated":
             found[g.TERMINATED] = True
         if capture:
@@ -330,38 +295,58 @@ class Spans:
         span.set_attributes(found)
 
     def chat_attributes(
-        self, ctx: ModelCallContext, provider: str, model: str, attempt: int
+        self, ctx: ModelCallContext, model: ModelFacts, attempt: int
     ) -> dict[str, Any]:
-        """The attributes a ``chat`` span starts with: the request as the model gets it."""
+        """The attributes a ``chat`` span starts with: the request as the model gets it.
+
+        Not to be changed: a first attempt with nothing more to say gets ``model.first``.
+        """
         request = ctx.request
-        attributes: dict[str, Any] = {
-            g.OPERATION_NAME: g.CHAT,
-            g.PROVIDER_NAME: provider,
-            g.REQUEST_MODEL: model,
-            g.ATTEMPT: attempt,
-            **g.request_attributes(request, ctx.run.emit is not None),
-        }
-        attributes.update(g.server_of(ctx.model))
-        if self.capture:
-            limit = self.limit
-            attributes[g.INPUT_MESSAGES] = g.messages_json(request.messages, limit)
-            if request.instructions:
-                attributes[g.SYSTEM_INSTRUCTIONS] = g.instructions_json(request.instructions, limit)
-            if request.tools:
-                attributes[g.TOOL_DEFINITIONS] = g.tools_json(request.tools, limit)
+        settings = g.request_attributes(request, ctx.run.emit is not None)
+        if not self.capture:
+            return (
+                model.first if attempt == 1 and not settings else model.started(attempt, settings)
+            )
+        attributes = model.started(attempt, settings)
+        limit = self.limit
+        attributes[g.INPUT_MESSAGES] = g.messages_json(request.messages, limit)
+        if request.instructions:
+            attributes[g.SYSTEM_INSTRUCTIONS] = g.instructions_json(request.instructions, limit)
+        if request.tools:
+            attributes[g.TOOL_DEFINITIONS] = g.tools_json(request.tools, limit)
         return attributes
 
-    def answered(self, span: Span, outcome: Outcome[ModelResponse], to_first: float | None) -> None:
-        """Record an attempt's answer (or how it failed) on its ``chat`` span."""
+    def asked(self, run: RunSpan, ctx: ModelCallContext) -> None:
+        """Keep the run's input (content captured): the first request the loop made."""
+        if run.seen is None and ctx.run.calling is None:
+            run.seen = g.messages_json(ctx.request.messages, self.limit)
+
+    def answered(
+        self,
+        run: RunSpan,
+        ctx: ModelCallContext,
+        span: Span,
+        outcome: Outcome[ModelResponse],
+        to_first: float | None,
+    ) -> None:
+        """Record an attempt's answer (or how it failed) on its ``chat`` span.
+
+        With content captured, an answer to the loop's own call (not a middleware's, with
+        ``call_model``) is also kept as the run's answer so far.
+        """
         if type(outcome) is not Success:
-            self.halted(span, outcome.failure())
+            if span.is_recording():
+                self.halted(span, outcome.failure())
             return
         response: ModelResponse = outcome.unwrap()
+        if self.capture and ctx.run.calling is None:
+            run.answer = response.message
+        if not span.is_recording():
+            return
         found = g.response_attributes(response)
         if to_first is not None:
             found[g.RESPONSE_TIME_TO_FIRST_CHUNK] = to_first
-        if g.usage_known(response.usage):
-            found.update(g.usage_attributes(response.usage))
+        g.add_usage(found, response.usage)
         if self.capture:
             found[g.OUTPUT_MESSAGES] = g.output_json(
                 response.message, response.finish_reason, self.limit
@@ -377,15 +362,14 @@ class Spans:
         started: int,
     ) -> None:
         """The ``chat`` span of a model call that no attempt reached the model for."""
-        model = ctx.model
-        attributes = self.chat_attributes(ctx, g.provider_of(model), g.model_name(model), 0)
+        model = self.models.of(ctx.model)
         span = tracer.start_span(
-            f"{g.CHAT} {attributes[g.REQUEST_MODEL]}",
+            model.chat,
             kind=SpanKind.INTERNAL,
-            attributes=attributes,
+            attributes={**self.chat_attributes(ctx, model, 0), **call.attributes},
             start_time=started,
         )
-        call.copy_to(span)
+        call.copy_events_to(span)
         if type(outcome) is Success:
             response: ModelResponse = outcome.unwrap()
             span.set_attributes(g.response_attributes(response))
@@ -423,27 +407,3 @@ class Spans:
                 failed(span, g.TOOL_ERROR, "the tool's result is an error")
         else:
             self.halted(span, outcome.failure())
-
-
-class Attempt:
-    """One attempt at a model call, on its ``chat`` span: `done` records its answer."""
-
-    __slots__ = ("clock", "own", "run", "span", "spans")
-
-    def __init__(self, spans: Spans, run: RunSpan, span: Span, clock: Clock, own: bool) -> None:
-        self.spans = spans
-        self.run = run
-        self.span = span
-        self.clock = clock
-        self.own = own
-        """Whether the loop made this call (not a middleware, with ``call_model``)."""
-
-    def done(self, outcome: Outcome[ModelResponse]) -> None:
-        """The model answered (or the attempt failed): stop the clock, record the answer."""
-        self.clock.stop()
-        spans = self.spans
-        if spans.capture and self.own and type(outcome) is Success:
-            response: ModelResponse = outcome.unwrap()
-            self.run.answer = response.message
-        if self.span.is_recording():
-            spans.answered(self.span, outcome, self.clock.to_first)

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import time
 from contextvars import ContextVar
-from functools import partial
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace as otel_trace
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, TracerProvider
+from opentelemetry.trace import SpanKind, TracerProvider
 
 from fncore.core import (
     ModelCallContext,
@@ -52,14 +51,13 @@ from fncore.middleware._place import ORDER, place
 from fncore.middleware._trace_call import CallSpan
 from fncore.middleware._trace_spans import SCOPE as SCOPE  # where it was defined before
 from fncore.middleware._trace_spans import (
-    Attempt,
-    Clock,
+    FirstChunk,
     RunSpan,
     Spans,
     Telemetry,
     measure,
+    raised,
     telemetry,
-    within,
 )
 
 __all__ = ["trace"]
@@ -68,6 +66,7 @@ RECHECK_SECONDS = 1.0
 """While no provider records, how long ``trace`` goes before looking for one again."""
 
 _clock = time.monotonic
+_timer = time.perf_counter
 
 
 class _Trace:
@@ -78,10 +77,19 @@ class _Trace:
     last providers seen is kept, resolved again only when they change (an application sets
     its SDK's providers after building its agents, say). While none records, the global
     ones are looked up again at most every `RECHECK_SECONDS`: looking up an unset global
-    provider reads the environment, about a microsecond each.
+    provider reads the environment, about a microsecond each. Given both providers, it
+    never looks again.
     """
 
-    __slots__ = ("_call", "_last", "_meter_provider", "_run", "_tracer_provider", "spans")
+    __slots__ = (
+        "_call",
+        "_fixed",
+        "_last",
+        "_meter_provider",
+        "_run",
+        "_tracer_provider",
+        "spans",
+    )
 
     def __init__(
         self,
@@ -96,11 +104,14 @@ class _Trace:
         self._run: ContextVar[RunSpan | None] = ContextVar(f"{name}_run", default=None)
         self._call: ContextVar[CallSpan | None] = ContextVar(f"{name}_call", default=None)
         self._last: tuple[object, object, Telemetry | None, float] | None = None
+        self._fixed = tracer_provider is not None and meter_provider is not None
 
     def telemetry(self) -> Telemetry | None:
         """The telemetry of the providers in use now; ``None`` while none records."""
-        now = _clock()
         last = self._last
+        if self._fixed and last is not None:
+            return last[2]
+        now = _clock()
         if last is not None and last[2] is None and now < last[3]:
             return None
         tp = self._tracer_provider
@@ -122,26 +133,42 @@ class _Trace:
         if made is None:
             return await call_next(ctx)
         run = ctx.run
-        span: Span = otel_trace.INVALID_SPAN
-        if made.tracer is not None:
-            attributes: dict[str, Any] = {
-                g.OPERATION_NAME: g.INVOKE_AGENT,
-                g.AGENT_NAME: run.agent,
-                g.RUN_ID: run.run_id,
-            }
-            if run.session_id is not None:
-                attributes[g.CONVERSATION_ID] = run.session_id
-            span = made.tracer.start_span(
-                f"{g.INVOKE_AGENT} {run.agent}", kind=SpanKind.INTERNAL, attributes=attributes
-            )
+        tracer = made.tracer
+        if tracer is None:  # metrics only: the caller's span stays the current one
+            marker = self._run.set(RunSpan(made, otel_trace.INVALID_SPAN, run))
+            try:
+                return await call_next(ctx)
+            finally:
+                self._run.reset(marker)
+        attributes: dict[str, Any] = {
+            g.OPERATION_NAME: g.INVOKE_AGENT,
+            g.AGENT_NAME: run.agent,
+            g.RUN_ID: run.run_id,
+        }
+        if run.session_id is not None:
+            attributes[g.CONVERSATION_ID] = run.session_id
+        context = otel_context.get_current()
+        span = tracer.start_span(
+            f"{g.INVOKE_AGENT} {run.agent}",
+            context,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
         traced = RunSpan(made, span, run)
         marker = self._run.set(traced)
+        token = otel_context.attach(otel_trace.set_span_in_context(span, context))
         try:
-            if made.tracer is None:  # metrics only: the caller's span stays the current one
-                return await call_next(ctx)
-            return await within(span, call_next(ctx), partial(self.spans.ran, traced))
+            outcome = await call_next(ctx)
+        except BaseException as exc:
+            traced.raised(exc)
+            raise
+        else:
+            self.spans.ran(traced, outcome)
+            return outcome
         finally:
+            otel_context.detach(token)
             self._run.reset(marker)
+            span.end()
 
     async def trace_call(
         self, ctx: ModelCallContext, call_next: ModelCallNext
@@ -150,10 +177,11 @@ class _Trace:
         run = self._run.get()
         if run is None or run.telemetry.tracer is None:
             return await call_next(ctx)
-        call = CallSpan(otel_trace.get_current_span())
+        context = otel_context.get_current()
+        call = CallSpan(otel_trace.get_current_span(context))
         started = time.time_ns()
         marker = self._call.set(call)
-        token = otel_context.attach(otel_trace.set_span_in_context(call))
+        token = otel_context.attach(otel_trace.set_span_in_context(call, context))
         try:
             outcome = await call_next(ctx)
         finally:
@@ -171,35 +199,58 @@ class _Trace:
         run = self._run.get()
         if run is None:
             return await call_next(ctx)
+        spans = self.spans
+        model = spans.models.of(ctx.model)
+        made = run.telemetry
+        tracer = made.tracer
+        first = None
+        if ctx.run.emit is not None:
+            first = FirstChunk()
+            ctx = ctx.map_events(first.chunk)
+        if tracer is None:  # metrics only
+            started = _timer()
+            outcome = await call_next(ctx)
+            seconds = _timer() - started
+            measure(
+                made.meters,
+                model,
+                outcome,
+                seconds,
+                None if first is None else first.after(started),
+            )
+            return outcome
         call = self._call.get()
-        if call is None:  # metrics only: the outer layer stood for nothing
+        if call is None:  # the outer layer is not there (a model call of its own)
             call = CallSpan(otel_trace.INVALID_SPAN)
         call.attempts += 1
-        model = ctx.model
-        provider, model_id = g.provider_of(model), g.model_name(model)
-        made = run.telemetry
-        clock = Clock()
-        if ctx.run.emit is not None:
-            ctx = ctx.map_events(clock.chunk)
-        if made.tracer is None:  # metrics only
-            clock.start()
+        if run.described is None:
+            run.described = model.described
+        context = otel_context.get_current()
+        span = tracer.start_span(
+            model.chat,
+            context,
+            kind=SpanKind.CLIENT,
+            attributes=call.begin(spans.chat_attributes(ctx, model, call.attempts)),
+        )
+        if call.events:
+            call.began(span)
+        if spans.capture:
+            spans.asked(run, ctx)
+        token = otel_context.attach(otel_trace.set_span_in_context(span, context))
+        started = _timer()
+        try:
             outcome = await call_next(ctx)
-            clock.stop()
-        else:
-            run.describe(provider, model_id)
-            span = made.tracer.start_span(
-                f"{g.CHAT} {model_id}",
-                kind=SpanKind.CLIENT,
-                attributes=self.spans.chat_attributes(ctx, provider, model_id, call.attempts),
-            )
-            call.begin(span)
-            own = ctx.run.calling is None  # not a middleware's own call (call_model)
-            if self.spans.capture and own and run.seen is None:
-                run.seen = g.messages_json(ctx.request.messages, self.spans.limit)
-            attempt = Attempt(self.spans, run, span, clock, own)
-            clock.start()
-            outcome = await within(span, call_next(ctx), attempt.done, call.hold)
-        measure(made.meters, ctx, outcome, provider, model_id, clock)
+        except BaseException as exc:
+            otel_context.detach(token)
+            raised(span, exc)
+            span.end()
+            raise
+        seconds = _timer() - started
+        otel_context.detach(token)
+        to_first = None if first is None else first.after(started)
+        spans.answered(run, ctx, span, outcome, to_first)
+        call.hold(span)
+        measure(made.meters, model, outcome, seconds, to_first, context)  # current again
         return outcome
 
     async def trace_tool(
@@ -209,12 +260,25 @@ class _Trace:
         run = self._run.get()
         if run is None or run.telemetry.tracer is None:
             return await call_next(ctx)
+        context = otel_context.get_current()
         span = run.telemetry.tracer.start_span(
             f"{g.EXECUTE_TOOL} {ctx.tool.name}",
+            context,
             kind=SpanKind.INTERNAL,
             attributes=self.spans.tool_attributes(ctx),
         )
-        return await within(span, call_next(ctx), partial(self.spans.tool_done, span))
+        token = otel_context.attach(otel_trace.set_span_in_context(span, context))
+        try:
+            outcome = await call_next(ctx)
+        except BaseException as exc:
+            raised(span, exc)
+            raise
+        else:
+            self.spans.tool_done(span, outcome)
+            return outcome
+        finally:
+            otel_context.detach(token)
+            span.end()
 
 
 @checked

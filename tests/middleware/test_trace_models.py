@@ -1,0 +1,159 @@
+"""`trace`: what it makes once per model, and the run's span naming the model it called.
+
+On the real OpenTelemetry SDK with in-memory exporters, as the other ``trace`` tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from otel_support import Otel, attrs
+from returns.result import Result, Success
+
+from fncore import Agent, Message, ModelError, ModelRequest, ModelResponse, Usage
+from fncore.core import ModelStreamItem
+from fncore.middleware import _genai as g
+from fncore.middleware._trace_models import MAX_KNOWN, ModelFacts, Models
+from fncore.testing import FunctionModel
+
+
+class Renamed:
+    """A model whose name (and endpoint) can change between calls; it answers "ok"."""
+
+    def __init__(self, name: str, url: str | None = None) -> None:
+        self.name = name
+        self.provider = "acme"
+        self.endpoint = type("Endpoint", (), {"url": url})()
+
+    async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
+        """Answer "ok", as the model of this name."""
+        return Success(ModelResponse(Message.assistant("ok"), Usage(3, 1, requests=1), "stop", ""))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        """The same answer, unstreamed."""
+        yield (await self.request(request)).unwrap()
+
+
+@pytest.fixture
+def otel() -> Otel:
+    """An SDK tracer and meter provider, each exporting to memory."""
+    return Otel()
+
+
+def made_afresh(model: Any) -> dict[str, Any]:
+    """What `ModelFacts` hold for ``model``, computed without any memo."""
+    provider, name, server = g.provider_of(model), g.model_name(model), g.server_of(model)
+    return {
+        "chat": f"chat {name}",
+        "described": {g.PROVIDER_NAME: provider, g.REQUEST_MODEL: name},
+        "first": {
+            g.OPERATION_NAME: g.CHAT,
+            g.PROVIDER_NAME: provider,
+            g.REQUEST_MODEL: name,
+            g.ATTEMPT: 1,
+            **dict(server),
+        },
+    }
+
+
+def held(facts: ModelFacts) -> dict[str, Any]:
+    """What ``facts`` hold, to compare with `made_afresh`."""
+    return {"chat": facts.chat, "described": facts.described, "first": facts.first}
+
+
+def test_a_model_is_known_again_after_it_changes() -> None:
+    """The same model as it was gives the same facts; a new name or endpoint, new ones."""
+    models = Models()
+    model = Renamed("m-1", "https://api.acme.test/v1")
+    first = models.of(model)
+    assert models.of(model) is first
+    assert held(first) == made_afresh(model)
+    assert first.first[g.SERVER_ADDRESS] == "api.acme.test"
+    model.name = "m-2"
+    renamed = models.of(model)
+    assert renamed is not first
+    assert held(renamed) == made_afresh(model)
+    model.endpoint.url = "http://127.0.0.1:8080/v1"  # type: ignore[attr-defined]
+    moved = models.of(model)
+    assert held(moved) == made_afresh(model)
+    assert moved.first[g.SERVER_PORT] == 8080
+    assert held(first) == made_afresh(Renamed("m-1", "https://api.acme.test/v1"))  # unchanged
+
+
+def test_the_memo_of_models_is_bounded() -> None:
+    """Past `MAX_KNOWN` models the memo starts afresh, and still gives the right facts."""
+    models = Models()
+    for i in range(MAX_KNOWN + 10):
+        assert models.of(Renamed(f"m-{i}")).chat == f"chat m-{i}"
+    assert len(models._known) <= MAX_KNOWN
+
+
+def test_metric_attribute_sets_are_made_once_per_answering_model() -> None:
+    """Each answering model gets its own sets; none is shared with another; bounded."""
+    facts = ModelFacts("acme", "m-1", ((g.SERVER_ADDRESS, "api.acme.test"),))
+    base = {
+        g.OPERATION_NAME: g.CHAT,
+        g.PROVIDER_NAME: "acme",
+        g.REQUEST_MODEL: "m-1",
+        g.SERVER_ADDRESS: "api.acme.test",
+    }
+    answered = facts.metrics("m-1-2026")
+    assert facts.metrics("m-1-2026") is answered
+    assert answered == (
+        {**base, g.RESPONSE_MODEL: "m-1-2026"},
+        {**base, g.RESPONSE_MODEL: "m-1-2026", g.TOKEN_TYPE: "input"},
+        {**base, g.RESPONSE_MODEL: "m-1-2026", g.TOKEN_TYPE: "output"},
+    )
+    assert facts.metrics("")[0] == base  # no answering model named: no gen_ai.response.model
+    for i in range(MAX_KNOWN + 10):
+        assert facts.metrics(f"v{i}")[0][g.RESPONSE_MODEL] == f"v{i}"
+    assert len(facts._metrics) <= MAX_KNOWN
+
+
+async def test_a_renamed_model_gets_spans_and_metrics_under_its_new_name(otel: Otel) -> None:
+    """What trace made for the old name is not reused for the new one, nor changed by the SDK."""
+    model = Renamed("m-1")
+    agent = Agent(model, registry=otel.registry())
+    await agent.run("hi")
+    model.name = "m-2"
+    await agent.run("hi")
+    await agent.run("hi")
+    (old,) = otel.named("chat m-1")
+    new = otel.named("chat m-2")
+    assert len(new) == 2
+    assert attrs(old)[g.REQUEST_MODEL] == "m-1"
+    assert [attrs(s)[g.REQUEST_MODEL] for s in new] == ["m-2", "m-2"]
+    assert [attrs(s)[g.REQUEST_MODEL] for s in otel.named("invoke_agent agent")] == [
+        "m-1",
+        "m-2",
+        "m-2",
+    ]
+    counts = {
+        dict(p.attributes or {})[g.REQUEST_MODEL]: p.count
+        for p in otel.points(g.OPERATION_DURATION)
+    }
+    assert counts == {"m-1": 1, "m-2": 2}
+
+
+async def test_a_cancelled_run_still_names_the_model_it_called(otel: Otel) -> None:
+    """The run's provider and model, known at its first call, are on its span however it ends."""
+    reached = asyncio.Event()
+
+    async def forever(request: ModelRequest) -> str:
+        """A model that never answers."""
+        reached.set()
+        await asyncio.Event().wait()
+        return "never"  # pragma: no cover
+
+    run = asyncio.ensure_future(Agent(FunctionModel(forever), registry=otel.registry()).run("hi"))
+    await reached.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    found = attrs(otel.one("invoke_agent agent"))
+    assert found[g.PROVIDER_NAME] == "fncore.testing"
+    assert found[g.REQUEST_MODEL] == "function"
+    assert found[g.ERROR_TYPE] == "CancelledError"
