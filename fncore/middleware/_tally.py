@@ -138,5 +138,14 @@ class Tally:
                 break
         else:
             total = _total(self._messages, messages)
+            if size > 1:  # and the history before its last message: a turn tried again, or
+                # asked anew from the same point, is found from there
+                before = messages[:-1]
+                put(
+                    histories,
+                    (id(before[-1]), size - 1),
+                    (before, total - self._messages(messages[-1])),
+                    self._size,
+                )
         put(histories, (id(messages[-1]), size), (messages, total), self._size)
         return total

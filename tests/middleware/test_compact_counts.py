@@ -382,3 +382,16 @@ def test_a_changed_tool_message_is_cleared_afresh() -> None:
     again = clearing(edited, 0)
     assert again[2].tool_results == (ToolResultPart("c0", "other", "CLEARED"),)
     assert again == reference_clearing(edited, 0, "CLEARED", exclude)
+
+
+def test_a_turn_asked_anew_from_the_same_point_counts_only_its_new_message() -> None:
+    """A history counted whole also remembers the history before its last message."""
+    log: list[Message] = []
+    tally = Tally(logged(log))
+    before = tuple(Message.user(f"message {i}") for i in range(100))
+    first = (*before, Message.user("first try"))
+    assert tally.history(first) == cold(first)
+    log.clear()
+    again = (*before, Message.user("second try, worded otherwise"))
+    assert tally.history(again) == cold(again)
+    assert log == [again[-1]]
