@@ -385,9 +385,13 @@ def test_a_changed_tool_message_is_cleared_afresh() -> None:
 
 
 def test_a_turn_asked_anew_from_the_same_point_counts_only_its_new_message() -> None:
-    """A history counted whole also remembers the history before its last message."""
+    """A history counted whole also remembers the history before its last message.
+
+    The tally remembers one message's count at most here, so only a remembered history's
+    total can spare counting the 100 messages again.
+    """
     log: list[Message] = []
-    tally = Tally(logged(log))
+    tally = Tally(logged(log), messages=1)
     before = tuple(Message.user(f"message {i}") for i in range(100))
     first = (*before, Message.user("first try"))
     assert tally.history(first) == cold(first)
