@@ -144,35 +144,72 @@ def check_pairing(messages: Sequence[Message]) -> InvalidHistory | None:
     return None
 
 
-def check_pairing_after(
-    messages: Sequence[Message], checked: Sequence[Message]
-) -> InvalidHistory | None:
-    """`check_pairing` of ``messages``, given that ``checked`` passed it: the same answer.
+class PairedHistories:
+    """`check_pairing` with the histories that passed remembered (at most ``size``).
 
-    Only what follows the last assistant turn the two share is scanned, so a middleware
-    that rewrites a few messages of a long history (a redaction, say) costs what it
-    changed, not the history's length. Before an assistant turn of a history that passed,
-    no call is waiting, so the scan may start there afresh.
+    A request a middleware rewrote (a redaction, say) differs from the history the loop
+    checked, often from its first messages on; but a middleware that rewrites the same
+    way each round hands back the same objects, so this round's request goes on from last
+    round's, which passed. Only what follows the last assistant turn shared with a history
+    that passed is scanned: before an assistant turn of such a history no call is waiting,
+    so the scan may start there afresh, and the answer is `check_pairing`'s.
 
     Example:
         >>> call = Message("assistant", (ToolCallPart("c1", "add"),))
         >>> result = Message("tool", (ToolResultPart("c1", "add", "3"),))
         >>> history = (Message.user("hi"), call, result, call, result)
-        >>> check_pairing_after(history[:4], history) is None
+        >>> paired = PairedHistories()
+        >>> paired.check(history[:4], history) is None
         False
+        >>> paired.check(history) is None
+        True
     """
-    start = _shared_start(tuple(messages), tuple(checked))
-    turn = start - 1
-    while turn > 0 and messages[turn].role != "assistant":
-        turn -= 1
-    if turn <= 0:
-        return check_pairing(messages)
-    found = open_calls(messages[turn:], offset=turn)
-    if type(found) is InvalidHistory:
-        return found
-    if found:
-        return unanswered(found)  # type: ignore[arg-type]
-    return None
+
+    __slots__ = ("_known", "_size")
+
+    def __init__(self, size: int = 64) -> None:
+        self._known: dict[tuple[int, int], tuple[Message, ...]] = {}
+        self._size = size
+
+    def check(
+        self, messages: Sequence[Message], checked: Sequence[Message] = ()
+    ) -> InvalidHistory | None:
+        """`check_pairing` of ``messages``, given that ``checked`` (if any) passed it."""
+        history = messages if type(messages) is tuple else tuple(messages)
+        count = len(history)
+        start = _shared_start(history, tuple(checked)) if checked else 0
+        whole = start == len(checked)  # ``history`` begins with all that passed
+        known = self._known
+        for end in range(count, max(count - _REACH, start), -1):
+            last = history[end - 1]
+            if type(last) is not Message:
+                break
+            earlier = known.get((id(last), end))
+            if earlier is not None and (earlier is history or history[:end] == earlier):
+                start, whole = end, True
+                break
+        if start == count and whole:
+            return None
+        turn = start - 1
+        while turn > 0 and history[turn].role != "assistant":
+            turn -= 1
+        if turn <= 0:
+            broken = check_pairing(history)
+        else:
+            found = open_calls(history[turn:], offset=turn)
+            broken = (
+                found if type(found) is InvalidHistory else (unanswered(found) if found else None)  # type: ignore[arg-type]
+            )
+        if broken is None and count:
+            if len(known) >= self._size:
+                known.clear()  # what is forgotten is only scanned again
+            known[(id(history[-1]), count)] = history  # holds its last message: id not reused
+        return broken
+
+
+_REACH = 8
+"""How many of a history's last messages may have ended one that passed (a round adds a
+call and its results; a turn an answer and a question)."""
 
 
 def _shared_start(messages: tuple[Message, ...], other: tuple[Message, ...]) -> int:

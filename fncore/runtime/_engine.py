@@ -61,7 +61,7 @@ from fncore.core._loop import (
     start,
 )
 from fncore.core._output import OutputSpec, on_output
-from fncore.core._pairing import check_pairing_after
+from fncore.core._pairing import PairedHistories
 from fncore.core._position_names import (
     COMPRESS_CONTEXT,
     MODEL_CALL,
@@ -155,6 +155,7 @@ class Engine:
         "_looped",
         "_model_call",
         "_model_layered",
+        "_paired",
         "_reasoned",
         "_reasoning",
         "_run",
@@ -190,6 +191,8 @@ class Engine:
         self.output: OutputSpec[Any] | None = None
         """The agent's ``output_type``, if any: asked of the model, validated by the loop."""
         self._instructions = instructions
+        self._paired = PairedHistories()
+        """Histories a middleware changed that passed the pairing check, remembered."""
         self._specs: tuple[tuple[Tool, ...], tuple[ToolSpec, ...]] = (
             offered,
             tuple(t.spec for t in offered),
@@ -300,9 +303,7 @@ class Engine:
         checked again. Under ``reasoning`` middleware the response returns what was sent.
         """
         if messages is not paired:  # a reasoning middleware changed the history
-            broken = (
-                check_pairing(messages) if paired is None else check_pairing_after(messages, paired)
-            )
+            broken = self._paired.check(messages, paired or ())
             if broken is not None:
                 return Failure(replace(broken, position=REASONING))
         if prompt is None:
@@ -368,7 +369,7 @@ class Engine:
             if asked is None:
                 broken = check_pairing(request.messages)
             elif request.messages is not asked.messages:
-                broken = check_pairing_after(request.messages, asked.messages)
+                broken = self._paired.check(request.messages, asked.messages)
             else:
                 broken = None
             if broken is not None:

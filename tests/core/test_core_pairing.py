@@ -17,7 +17,7 @@ from fncore.core import (
     open_calls,
     with_unique_call_ids,
 )
-from fncore.core._pairing import check_pairing_after
+from fncore.core._pairing import PairedHistories
 
 USER = Message.user("go")
 
@@ -157,15 +157,47 @@ def test_a_changed_history_is_judged_as_a_full_scan_judges_it(
     changed = list(checked[: max(cut, 1)])
     for where, piece in edits:
         changed.insert(min(where, len(changed)), piece)
-    assert check_pairing_after(changed, checked) == check_pairing(changed)
-    assert check_pairing_after(checked, checked) is None
+    assert PairedHistories().check(changed, checked) == check_pairing(changed)
+    assert PairedHistories().check(checked, checked) is None
 
 
 def test_a_broken_turn_past_the_shared_start_is_named_by_its_place() -> None:
     """The error of a scan that starts late names the message by its place in the whole."""
     checked = (USER, calls("a"), results("a"), calls("b"), results("b"))
     changed = (*checked[:4], results("a"))
-    broken = check_pairing_after(changed, checked)
+    broken = PairedHistories().check(changed, checked)
     assert broken is not None
     assert broken == check_pairing(changed)
     assert broken.message.startswith("message 4:")
+
+
+@settings(max_examples=200)
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=30), st.lists(st.sampled_from(_PIECES))),
+        min_size=1,
+        max_size=8,
+    ),
+    size=st.integers(min_value=1, max_value=4),
+)
+def test_remembered_histories_never_change_the_answer(
+    steps: list[tuple[int, list[Message]]], size: int
+) -> None:
+    """Histories cut back and extended, one memo for all: always check_pairing's answer."""
+    paired = PairedHistories(size)
+    history: tuple[Message, ...] = (USER, calls("a"), results("a"))
+    for keep, added in steps:
+        history = (*history[: max(keep, 1)], *added)
+        assert paired.check(history) == check_pairing(history)
+
+
+def test_a_rewritten_history_going_on_from_one_that_passed_gets_the_same_answer() -> None:
+    """Sharing nothing with the loop's history, it goes on from a remembered one."""
+    first = (Message.user("odd"), calls("a"), results("a"))
+    paired = PairedHistories()
+    assert paired.check(first) is None
+    longer = (*first, calls("b"), results("b"))
+    unrelated = (USER, calls("z"), results("z"), calls("b"), results("b"))
+    assert paired.check(longer, unrelated) is None
+    broken = (*longer, results("a"))
+    assert paired.check(broken, unrelated) == check_pairing(broken) is not None
