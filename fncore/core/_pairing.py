@@ -204,6 +204,11 @@ class PairedHistories:
             if len(known) >= self._size:
                 known.clear()  # what is forgotten is only scanned again
             known[(id(history[-1]), count)] = history  # holds its last message: id not reused
+            last = history[-1]
+            if count > 1 and (
+                last.role == "assistant" or not any(type(p) is ToolResultPart for p in last.parts)
+            ):  # it answers no call, so all before it passed too: a turn asked anew from there
+                known[(id(history[-2]), count - 1)] = history[:-1]
         return broken
 
 

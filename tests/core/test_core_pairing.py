@@ -201,3 +201,18 @@ def test_a_rewritten_history_going_on_from_one_that_passed_gets_the_same_answer(
     assert paired.check(longer, unrelated) is None
     broken = (*longer, results("a"))
     assert paired.check(broken, unrelated) == check_pairing(broken) is not None
+
+
+def test_a_question_asked_anew_after_a_history_that_passed_gets_the_same_answer() -> None:
+    """What came before a last message that answers no call is remembered as passed."""
+    before = (USER, calls("a"), results("a"))
+    paired = PairedHistories()
+    assert paired.check((*before, Message.user("first try"))) is None
+    assert paired.check((*before, Message.user("second try"))) is None
+    cut = (USER, calls("a"))
+    assert paired.check((*cut, results("a"), results("a"))) == check_pairing(
+        (*cut, results("a"), results("a"))
+    )
+    answered = (*before, calls("b"), results("b"))
+    assert paired.check(answered) is None
+    assert paired.check(answered[:-1]) == check_pairing(answered[:-1]) is not None
