@@ -44,7 +44,6 @@ from fncore.core import (
     ToolResult,
     ToolResultPart,
     ToolSpec,
-    check_pairing,
 )
 from fncore.core._fold import chain_steps, short_repr
 from fncore.core._loop import (
@@ -131,11 +130,7 @@ def _source(store: object) -> str:
 
 
 async def _keep_history(
-    run: RunInfo,
-    round_no: int,
-    messages: tuple[Message, ...],
-    instructions: str,
-    tools: tuple[ToolSpec, ...],
+    run: RunInfo, round_no: int, messages: tuple[Message, ...], *_: object
 ) -> Outcome[tuple[Message, ...]]:
     return Success(messages)
 
@@ -366,14 +361,11 @@ class Engine:
         call, ``asked`` is ``None``, always is), and its response returns what was sent.
         """
         if request is not asked:  # a middleware changed the request, or sends its own
-            if asked is None:
-                broken = check_pairing(request.messages)
-            elif request.messages is not asked.messages:
-                broken = self._paired.check(request.messages, asked.messages)
-            else:
-                broken = None
-            if broken is not None:
-                return Failure(replace(broken, position=MODEL_CALL))
+            if asked is None or request.messages is not asked.messages:
+                checked = () if asked is None else asked.messages
+                broken = self._paired.check(request.messages, checked)
+                if broken is not None:
+                    return Failure(replace(broken, position=MODEL_CALL))
             out = await ask(model, request, run.emit)
             return out if asked is None else sent(out, request)
         return await ask(model, request, run.emit)
@@ -591,8 +583,7 @@ class Engine:
         prompt = await self._prompt(run, round_no, state.history)
         if not isinstance(prompt, str):
             return halted(prompt.failure(), state, tool_choice)
-        specs = self._specs[1]
-        output = self.output
+        specs, output = self._specs[1], self.output
         if output is not None and output.strategy == "tool":
             specs = (*specs, output.tool)
         compressed = await self._compress(run, round_no, state.history, prompt, specs)  # type: ignore[misc]
