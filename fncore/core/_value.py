@@ -17,7 +17,7 @@ by callgrind): a `ModelRequest` of 5 arguments takes 3,900 instructions to build
 8,600 with the field-by-field ``__set__`` (and more with the dataclass's own
 ``__init__``), a `Message` 3,000 against 3,900, and ``base_us`` of
 ``bench/overhead.py`` drops by about 14%. Instances copy, deep-copy and pickle as before
-(through ``__reduce__``: ``__new__`` needs the fields).
+(``cls.__new__(cls)`` alone still gives a bare instance).
 
 `spread` generates code the same way, for a position's handler: the functions that pack a
 position's context from its fields and unpack it again for the innermost end, with the
@@ -31,6 +31,7 @@ unpack), and a run with one middleware at every position makes about ten such ca
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -38,20 +39,28 @@ _T = TypeVar("_T")
 _MISSING = dataclasses.MISSING
 
 
-_REBUILD: dict[type, Callable[[tuple[object, ...]], Any]] = {}
-"""How each value class builds an instance from its fields' values, in order."""
+def _incomplete(cls: type, given: dict[str, object], defaults: dict[str, object]) -> Any:
+    """``cls.__new__(cls)`` (what ``copy`` and ``pickle`` call): a bare instance; else an error.
 
+    ``given`` holds the arguments, a required one missing; ``defaults`` the optional ones'
+    (``_MISSING`` for one made by a factory).
 
-def _rebuild(cls: type[_T], values: tuple[object, ...]) -> _T:
-    """The instance of value class ``cls`` holding ``values`` (what ``__reduce__`` names)."""
-    return _REBUILD[cls](values)  # type: ignore[no-any-return]
+    Raises:
+        TypeError: when some arguments were given but not every required one.
+    """
+    if all(v is _MISSING or v is defaults.get(n, _MISSING) for n, v in given.items()):
+        return object.__new__(cls)
+    missing = ", ".join(repr(n) for n, v in given.items() if v is _MISSING and n not in defaults)
+    msg = f"{cls.__qualname__}() missing required argument(s): {missing}"
+    raise TypeError(msg)
 
 
 def value(cls: type[_T]) -> type[_T]:
     """Build the frozen slotted dataclass ``cls`` faster, with the same signature.
 
-    Its ``__init__`` becomes ``__new__`` (``object.__init__`` is left to accept the
-    arguments), and ``__reduce__`` rebuilds an instance from its fields.
+    The dataclass's ``__init__`` becomes a ``__new__`` (``object.__init__`` is left to
+    accept the arguments). ``cls.__new__(cls)`` alone still gives a bare instance, as
+    ``copy`` and ``pickle`` need, and ``inspect.signature(cls)`` is the ``__init__``'s.
     """
     params = dataclasses.fields(cls)  # type: ignore[arg-type]
     builder = type(
@@ -66,53 +75,65 @@ def value(cls: type[_T]) -> type[_T]:
             "__module__": cls.__module__,
         },
     )
-    namespace: dict[str, Any] = {"_MISSING": _MISSING, "_builder": builder, "_cls": cls}
+    namespace: dict[str, Any] = {
+        "_MISSING": _MISSING,
+        "_builder": builder,
+        "_incomplete": _incomplete,
+    }
     positional: list[str] = []
     keyword: list[str] = []
-    body: list[str] = []
+    names: list[str] = []
+    required: list[str] = []
+    optional: dict[str, object] = {}
+    defaults: list[str] = []
+    stores: list[str] = []
     for f in params:
         if f.default is not _MISSING:
             namespace[f"_default_{f.name}"] = f.default
+            made = f"_default_{f.name}"
         elif f.default_factory is not _MISSING:
             namespace[f"_factory_{f.name}"] = f.default_factory
-        if not f.init:  # not a parameter: set to its default
-            made = f"_default_{f.name}" if f.default is not _MISSING else f"_factory_{f.name}()"
-            body.append(f"    self.{f.name} = {made}")
-            continue
-        if f.default is not _MISSING:
-            text = f"{f.name}=_default_{f.name}"
-        elif f.default_factory is not _MISSING:
-            text = f"{f.name}=_MISSING"
-            body.append(f"    if {f.name} is _MISSING: {f.name} = _factory_{f.name}()")
+            made = f"_factory_{f.name}()"
         else:
-            text = f.name
-        (keyword if f.kw_only else positional).append(text)
-        body.append(f"    self.{f.name} = {f.name}")
-    names = [f.name for f in params]
-    post_init = "    self.__post_init__()\n" if hasattr(cls, "__post_init__") else ""
+            made = ""
+        if not f.init:  # not a parameter: set to its default
+            stores.append(f"    self.{f.name} = {made}")
+            continue
+        names.append(f.name)
+        if f.default is not _MISSING:
+            parameter = f"{f.name}=_default_{f.name}"
+            optional[f.name] = f.default
+        elif f.default_factory is not _MISSING:
+            parameter = f"{f.name}=_MISSING"
+            optional[f.name] = _MISSING
+            defaults.append(f"    if {f.name} is _MISSING: {f.name} = {made}")
+        else:
+            parameter = f"{f.name}=_MISSING"
+            required.append(f.name)
+        (keyword if f.kw_only else positional).append(parameter)
+        stores.append(f"    self.{f.name} = {f.name}")
+    namespace["_optional"] = optional
     signature = ", ".join(["cls", *positional, *(["*", *keyword] if keyword else [])])
-    stores = "".join(f"    self.{name} = values[{i}]\n" for i, name in enumerate(names))
-    fields = "".join(f"self.{name}, " for name in names)
-    source = (
-        f"def __new__({signature}):\n"
-        "    self = _builder()\n" + "\n".join(body) + "\n"
-        "    self.__class__ = cls\n" + post_init + "    return self\n"
-        "def _rebuild_fields(values):\n"
-        "    self = _builder()\n" + stores + "    self.__class__ = _cls\n    return self\n"
-        f"def __reduce__(self):\n    return _rebuild_value, (_cls, ({fields}))\n"
-    )
-    namespace["_rebuild_value"] = _rebuild
-    exec(source, namespace)
-    _REBUILD[cls] = namespace["_rebuild_fields"]
+    lines = [f"def __new__({signature}):"]
+    if required:
+        test = " or ".join(f"{n} is _MISSING" for n in required)
+        given = ", ".join(f"{n!r}: {n}" for n in names)
+        lines.append(f"    if {test}: return _incomplete(cls, {{{given}}}, _optional)")
+    lines += [*defaults, "    self = _builder()", *stores, "    self.__class__ = cls"]
+    if hasattr(cls, "__post_init__"):
+        lines.append("    self.__post_init__()")
+    lines.append("    return self")
+    exec("\n".join(lines) + "\n", namespace)
     new = namespace["__new__"]
     new.__qualname__ = f"{cls.__qualname__}.__new__"
     new.__doc__ = cls.__init__.__doc__
-    reduce = namespace["__reduce__"]
-    reduce.__qualname__ = f"{cls.__qualname__}.__reduce__"
-    # mypy forbids assigning a method, hence setattr
+    init = inspect.signature(cls.__init__)
+    # mypy forbids assigning a method or a signature, hence setattr
+    parameters = list(init.parameters.values())[1:]
+    signature_ = init.replace(parameters=parameters, return_annotation=inspect.Signature.empty)
+    setattr(cls, "__signature__", signature_)  # noqa: B010
     setattr(cls, "__new__", staticmethod(new))  # noqa: B010
     setattr(cls, "__init__", object.__init__)  # noqa: B010
-    setattr(cls, "__reduce__", reduce)  # noqa: B010
     return cls
 
 

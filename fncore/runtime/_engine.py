@@ -234,20 +234,21 @@ class Engine:
         self._reasoned = bool(layers.get(REASONING))
         """Whether ``reasoning`` middleware wrap the round (they may change what is sent)."""
 
-    async def run(
+    def run(
         self,
         run: RunInfo,
         messages: tuple[Message, ...],
         session: Session | None,
         tool_choice: ToolChoice,
         settings: ModelSettings,
-    ) -> Outcome[RunResult]:
+    ) -> Awaitable[Outcome[RunResult]]:
         """Run through the ``run`` onion (if any) and the loop inside it.
 
         Under ``run`` middleware, what the loop ran with is recorded in the reply state
-        (`fncore.runtime._handlers.take_record` takes it out).
+        (`fncore.runtime._handlers.take_record` takes it out). What it returns is the
+        handler's own coroutine: a frame less per run than awaiting it here.
         """
-        return await self._run(run, messages, tool_choice, settings, session, session)
+        return self._run(run, messages, tool_choice, settings, session, session)  # type: ignore[no-any-return]
 
     # -- innermost handlers ------------------------------------------------------------
 
