@@ -73,6 +73,7 @@ from fncore.core._position_names import (
 from fncore.core._positions import POSITIONS
 from fncore.core._session import pending_calls
 from fncore.core._usage import NO_USAGE
+from fncore.core._value import success
 from fncore.runtime._call_usage import spend, with_calls
 from fncore.runtime._halts import halted, round_halted
 from fncore.runtime._handlers import End, NamedLayer, NamedStep, Ran, handler, record
@@ -385,7 +386,7 @@ class Engine:
         self, run: RunInfo, call: ToolCallPart, tool: Tool, args: BaseModel
     ) -> Outcome[ToolResult]:
         out = await self._tools_run.invoke(tool, args, run, call)
-        return Success(out) if type(out) is ToolResult else Failure(out)
+        return success(out) if type(out) is ToolResult else Failure(out)
 
     async def _loop_and_children(
         self,
@@ -499,7 +500,7 @@ class Engine:
                 except EventMapFailed as failed:
                     return Failure(failed.error)
             if type(decision) is Finish:
-                return Success(decision.result)
+                return success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
             if type(decision) is NextRound:  # an answer that did not fit the output type
@@ -517,7 +518,7 @@ class Engine:
                     return round_halted(state, results, halts, choice)
             state, decision = on_tool_results(state, results, choice, settings)
             if type(decision) is Finish:
-                return Success(decision.result)
+                return success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
 
