@@ -249,7 +249,7 @@ class Engine:
         (`fncore.runtime._handlers.take_record` takes it out). What it returns is the
         handler's own coroutine: a frame less per run than awaiting it here.
         """
-        return self._run(run, messages, tool_choice, settings, session, session)  # type: ignore[no-any-return]
+        return self._run(run, messages, tool_choice, settings, session, session)
 
     # -- innermost handlers ------------------------------------------------------------
 

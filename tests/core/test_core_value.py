@@ -63,13 +63,14 @@ def test_an_instance_stays_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.role = "assistant"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        del made.parts  # type: ignore[misc]
+        del made.parts
 
 
 def test_equality_hash_repr_and_replace_are_the_dataclass_ones() -> None:
     """Built fast or not, two equal values compare, hash and print as dataclasses do."""
     a, b = Message.user("hi"), Message("user", (TextPart("hi"),))
-    assert a == b and hash(a) == hash(b)
+    assert a == b
+    assert hash(a) == hash(b)
     assert repr(a) == "Message(role='user', parts=(TextPart(text='hi'),), cache=False)"
     assert dataclasses.replace(a, role="assistant") == Message.assistant("hi")
     assert dataclasses.replace(Sample("a", size=4)).doubled == 8
@@ -119,8 +120,11 @@ def test_the_signature_is_the_dataclass_init() -> None:
 def test_success_is_a_plain_success() -> None:
     """`success(x)` is ``Success(x)``: equal, same type and hash, immutable, maps."""
     made = success(3)
-    assert made == Success(3) and type(made) is Success and hash(made) == hash(Success(3))
-    assert made.unwrap() == 3 and made.map(lambda x: x + 1) == Success(4)
+    assert made == Success(3)
+    assert type(made) is Success
+    assert hash(made) == hash(Success(3))
+    assert made.unwrap() == 3
+    assert made.map(lambda x: x + 1) == Success(4)
     with pytest.raises(ImmutableStateError):
-        made._inner_value = 4  # type: ignore[misc]
+        made._inner_value = 4
     assert pickle.loads(pickle.dumps(made)) == made
