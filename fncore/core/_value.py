@@ -13,11 +13,12 @@ instance is the value class's from then on, exactly as immutable (its ``__setatt
 raises); the subclass never escapes ``__new__``.
 
 This module is the one place for that trick, and it pays (Python 3.11, instructions counted
-by callgrind): a `ModelRequest` of 5 arguments takes 3,900 instructions to build against
-8,600 with the field-by-field ``__set__`` (and more with the dataclass's own
-``__init__``), a `Message` 3,000 against 3,900, and ``base_us`` of
-``bench/overhead.py`` drops by about 14%. Instances copy, deep-copy and pickle as before
-(``cls.__new__(cls)`` alone still gives a bare instance).
+by callgrind, so not subject to a shared machine's noise): a `ModelRequest` of 5 arguments
+takes 4,200 instructions to build against 8,900 with the field-by-field ``__set__``, a
+`RunInfo` 5,300 against 11,000, a `Message` 3,200 against 3,900; a bare run of
+``bench/overhead.py`` 129,000 against 147,000. Instances copy, deep-copy and pickle as
+before (``cls.__new__(cls)`` alone still gives a bare instance). `success` builds returns'
+``Success`` the same way.
 
 `spread` generates code the same way, for a position's handler: the functions that pack a
 position's context from its fields and unpack it again for the innermost end, with the
