@@ -73,6 +73,7 @@ from fncore.core._position_names import (
 from fncore.core._positions import POSITIONS
 from fncore.core._session import pending_calls
 from fncore.core._usage import NO_USAGE
+from fncore.core._value import success
 from fncore.runtime._call_usage import spend, with_calls
 from fncore.runtime._halts import halted, round_halted
 from fncore.runtime._handlers import End, NamedLayer, NamedStep, Ran, handler, record
@@ -237,20 +238,19 @@ class Engine:
         self._reasoned = bool(layers.get(REASONING))
         """Whether ``reasoning`` middleware wrap the round (they may change what is sent)."""
 
-    async def run(
+    def run(
         self,
         run: RunInfo,
         messages: tuple[Message, ...],
         session: Session | None,
         tool_choice: ToolChoice,
         settings: ModelSettings,
-    ) -> Outcome[RunResult]:
-        """Run through the ``run`` onion (if any) and the loop inside it.
+    ) -> Awaitable[Outcome[RunResult]]:
+        """The ``run`` onion's (if any) coroutine around the loop: a frame less than awaiting.
 
-        Under ``run`` middleware, what the loop ran with is recorded in the reply state
-        (`fncore.runtime._handlers.take_record` takes it out).
+        Under ``run`` middleware, `fncore.runtime._handlers.take_record` takes what it ran with.
         """
-        return await self._run(run, messages, tool_choice, settings, session, session)
+        return self._run(run, messages, tool_choice, settings, session, session)
 
     # -- innermost handlers ------------------------------------------------------------
 
@@ -388,7 +388,7 @@ class Engine:
         self, run: RunInfo, call: ToolCallPart, tool: Tool, args: BaseModel
     ) -> Outcome[ToolResult]:
         out = await self._tools_run.invoke(tool, args, run, call)
-        return Success(out) if type(out) is ToolResult else Failure(out)
+        return success(out) if type(out) is ToolResult else Failure(out)
 
     async def _loop_and_children(
         self,
@@ -502,7 +502,7 @@ class Engine:
                 except EventMapFailed as failed:
                     return Failure(failed.error)
             if type(decision) is Finish:
-                return Success(decision.result)
+                return success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
             if type(decision) is NextRound:  # an answer that did not fit the output type
@@ -520,7 +520,7 @@ class Engine:
                     return round_halted(state, results, halts, choice)
             state, decision = on_tool_results(state, results, choice, settings)
             if type(decision) is Finish:
-                return Success(decision.result)
+                return success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
 

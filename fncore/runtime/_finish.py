@@ -81,6 +81,8 @@ def absorb(cancels: int) -> None:
     For a caller whose `finish` counted cancellations it decided not to propagate (what
     it awaited was committed, so the run returns its outcome).
     """
+    if not cancels:  # the common case: nothing to withdraw, no task to look up
+        return
     task = asyncio.current_task()
     if task is not None:
         for _ in range(cancels):

@@ -28,6 +28,7 @@ from fncore.core import (
     Message,
     MiddlewareError,
     ModelSettings,
+    Outcome,
     Pause,
     Resume,
     ResumePoint,
@@ -175,9 +176,10 @@ class Runner:
         settings = model_settings if model_settings is not None else self.default_settings
         token = _CURRENT.set(run)
         try:
-            result, session, new_input, run = await self._drive(
-                run, session, new_input, choice, settings
-            )
+            if engine.hooks.run_start:
+                await self._run_start(run, session, new_input)
+            outcome = await engine.run(run, new_input, session, choice, settings)
+            result, session, new_input, run = self._settled(run, outcome, session, new_input)
             if type(result) is Success:
                 done: RunResult = result.unwrap()
                 if done.stop_reason == "paused":
@@ -282,9 +284,14 @@ class Runner:
         )
         token = _CURRENT.set(run)
         try:
-            result, session, new_input, run = await self._drive(
-                run, session, checkpoint.input, checkpoint.tool_choice, checkpoint.model_settings
+            engine = self.stack.engine
+            new_input = checkpoint.input
+            if engine.hooks.run_start:
+                await self._run_start(run, session, new_input)
+            outcome = await engine.run(
+                run, new_input, session, checkpoint.tool_choice, checkpoint.model_settings
             )
+            result, session, new_input, run = self._settled(run, outcome, session, new_input)
             follow: Checkpoint | None = None
             if type(result) is Success and result.unwrap().stop_reason == "paused":
                 follow = self._checkpoint(
@@ -303,25 +310,25 @@ class Runner:
         finally:
             _CURRENT.reset(token)
 
-    async def _drive(
+    async def _run_start(
+        self, run: RunInfo, session: Session | None, new_input: tuple[Message, ...]
+    ) -> None:
+        """Run the ``run_start`` hooks (the caller checked that there are some)."""
+        history = () if session is None else session.messages
+        await notify(self.stack.engine.hooks.run_start, RunStart(run, (*history, *new_input)))
+
+    def _settled(
         self,
         run: RunInfo,
+        outcome: Outcome[RunResult],
         session: Session | None,
         new_input: tuple[Message, ...],
-        choice: ToolChoice,
-        settings: ModelSettings,
     ) -> tuple[RunOutcome, Session | None, tuple[Message, ...], RunInfo]:
-        """Run the ``run_start`` hooks and the stack.
+        """The reply's outcome from what the stack returned.
 
-        Returns the outcome, and the session, input and run the loop ran with (``run``
-        middleware may have changed them).
+        Returns it, and the session, input and run the loop ran with (``run`` middleware
+        may have changed them).
         """
-        engine = self.stack.engine
-        hooks = engine.hooks
-        if hooks.run_start:
-            history = () if session is None else session.messages
-            await notify(hooks.run_start, RunStart(run, (*history, *new_input)))
-        outcome = await engine.run(run, new_input, session, choice, settings)
         ran = take_record(run.state)  # under run middleware: what the loop ran with
         if type(outcome) is Failure:
             halt = outcome.failure()
@@ -339,14 +346,15 @@ class Runner:
                     )
                 )
         result: RunOutcome = outcome  # type: ignore[assignment]
-        if type(result) is Success:  # what middleware's own calls spent outside the loop
+        if type(result) is Success:
             done = result.unwrap()
+            # what middleware's own calls spent outside the loop
             whole = with_later_calls(run, done, NO_USAGE if ran is None else ran.counted)
             if whole is not done:
                 result = Success(whole)
-        if type(result) is Success and result.unwrap().stop_reason == "paused":
-            paused = result.unwrap().paused
-            if paused is None or paused._point is None:
+            if whole.stop_reason == "paused" and (
+                whole.paused is None or whole.paused._point is None
+            ):
                 result = Failure(
                     MiddlewareError(
                         message=(

@@ -51,6 +51,13 @@ WAITING = "Not run: waiting for a human's decision."
 """The stand-in result of a paused call, used only if the round ends for another reason."""
 
 
+def _cancelled(name: str) -> ToolResult:
+    """The error result of tool ``name`` raising a ``CancelledError`` nobody asked for."""
+    return ToolResult(
+        f"Tool {name!r} failed: it raised CancelledError, but nothing cancelled it.", True
+    )
+
+
 def _spurious(exc: asyncio.CancelledError) -> bool:
     """Whether ``exc`` was raised without anyone cancelling the current task."""
     task = asyncio.current_task()
@@ -105,44 +112,63 @@ class ToolRunner:
                 except TimeoutError:
                     return ToolResult(f"Tool {name!r} timed out after {timeout}s.", True)
             if tool.inline:
-                value = tool.function(**tool.keywords(args))
+                return self.call_inline(tool, args)
+            if tool.is_async:
+                pending: Any = tool.function(**tool.keywords(args))
             else:
-                if tool.is_async:
-                    pending: Any = tool.function(**tool.keywords(args))
-                else:
-                    # A thread cannot be stopped: on timeout it is abandoned to finish on its
-                    # own and gives its place under the limit back at once.
-                    pending = anyio.to_thread.run_sync(
-                        functools.partial(tool.function, **tool.keywords(args)),
-                        abandon_on_cancel=True,
-                        limiter=self._threads,
-                    )
-                if timeout is None:
-                    value = await pending
-                else:
-                    scope = asyncio.timeout(timeout)
-                    try:
-                        async with scope:
-                            value = await pending
-                    except TimeoutError:
-                        if not scope.expired():
-                            raise  # the tool's own TimeoutError: a failure like any other
-                        return ToolResult(f"Tool {name!r} timed out after {timeout}s.", True)
+                # A thread cannot be stopped: on timeout it is abandoned to finish on its
+                # own and gives its place under the limit back at once.
+                pending = anyio.to_thread.run_sync(
+                    functools.partial(tool.function, **tool.keywords(args)),
+                    abandon_on_cancel=True,
+                    limiter=self._threads,
+                )
+            if timeout is None:
+                value = await pending
+            else:
+                scope = asyncio.timeout(timeout)
+                try:
+                    async with scope:
+                        value = await pending
+                except TimeoutError:
+                    if not scope.expired():
+                        raise  # the tool's own TimeoutError: a failure like any other
+                    return ToolResult(f"Tool {name!r} timed out after {timeout}s.", True)
         except asyncio.CancelledError as exc:
             if not _spurious(exc):
                 raise
-            return ToolResult(
-                f"Tool {name!r} failed: it raised CancelledError, but nothing cancelled it.", True
-            )
+            return _cancelled(name)
         except Exception as exc:
-            detail = f": {type(exc).__name__}: {exc}" if settings.include_detailed_errors else ""
-            return ToolResult(f"Tool {name!r} failed{detail}.", True)
+            return self._failed(name, exc)
+        return self._result(name, value)
+
+    def call_inline(self, tool: Tool, args: BaseModel) -> ToolResult:
+        """Call the sync ``tool`` (``inline=True``) on the event loop: `invoke` without a wait."""
+        try:
+            value = tool.function(**tool.keywords(args))
+        except asyncio.CancelledError as exc:
+            if not _spurious(exc):
+                raise
+            return _cancelled(tool.name)
+        except Exception as exc:
+            return self._failed(tool.name, exc)
+        return self._result(tool.name, value)
+
+    def _failed(self, name: str, exc: Exception) -> ToolResult:
+        """The error result of tool ``name`` raising ``exc``."""
+        detail = f": {type(exc).__name__}: {exc}" if self._settings.include_detailed_errors else ""
+        return ToolResult(f"Tool {name!r} failed{detail}.", True)
+
+    def _result(self, name: str, value: object) -> ToolResult:
+        """What tool ``name`` returned, as a result: text, or the error of what is not."""
         if type(value) is ToolResult:  # a tool that says itself whether it failed (MCP's)
             return value
         try:
             return ToolResult(to_content(value))
         except Exception as exc:
-            detail = f": {type(exc).__name__}: {exc}" if settings.include_detailed_errors else ""
+            detail = (
+                f": {type(exc).__name__}: {exc}" if self._settings.include_detailed_errors else ""
+            )
             return ToolResult(
                 f"Tool {name!r} returned a {type(value).__name__} that could not be turned "
                 f"into text{detail}.",
@@ -160,7 +186,12 @@ class ToolRunner:
                 await notify(self._tool_start, ToolStart(run, call))
             handler = self._handlers.get(call.name)
             if handler is None:
-                result = await self.invoke(item.tool, item.args, run, call)
+                tool = item.tool
+                result = (
+                    self.call_inline(tool, item.args)  # no coroutine to await
+                    if tool.inline and type(tool.function) is not Delegate
+                    else await self.invoke(tool, item.args, run, call)
+                )
                 if type(result) is ToolResult:
                     part = ToolResultPart(call.id, call.name, result.content, result.is_error)
                 elif type(result) is Pause:
