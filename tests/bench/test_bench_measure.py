@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from bench_runs import BENCH
+from bench_runs import run_code
 
 ROUNDS = """
 import asyncio, gc, json, sys
@@ -39,13 +37,8 @@ def test_a_round_collects_what_its_runs_keep_not_what_the_process_held_before() 
     was held frozen, and each round sets off a full collection of what its runs kept: the
     collector counts from what is not frozen, not from the whole process.
     """
-    done = subprocess.run(
-        [sys.executable, "-c", ROUNDS, str(BENCH)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    done = run_code(ROUNDS)
+    assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     warm, timed = found["seen"][:11], found["seen"][11:]
     assert [frozen for frozen, _, _ in warm] == [0] * 11
