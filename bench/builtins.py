@@ -6,7 +6,10 @@ text. Every run's prompt is new (numbered), so that a cache misses; only ``cache
 repeats one prompt.
 
 Workloads, in interleaved rounds in one process; each figure is the minimum of the
-per-round means (noise only ever adds time):
+per-round means (noise only ever adds time). Each round starts with what the process holds
+frozen out of the garbage collector's sight (see ``_measure``), so that a round pays for
+collecting what its own runs keep (the spans exported, a cache's entries), not for walking
+every other workload's agents and stores:
 
 * ``bare``: ``agent.run`` with no middleware;
 * ``stack``: a production stack: ``trace`` on the SDK's tracer provider (a simple span

@@ -27,6 +27,17 @@ def quick_run(script: str, *options: str) -> tuple[dict[str, Any], str]:
     return json.loads(lines[-1]), "\n".join(lines[:-1])
 
 
+def run_code(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a new interpreter, with ``bench/`` as its first argument."""
+    return subprocess.run(
+        [sys.executable, "-c", code, str(BENCH)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def check_figures(figures: dict[str, Any], measured: Iterable[str], derived: Iterable[str]) -> None:
     """Each figure named is a finite number; the ``measured`` ones (times) are positive.
 

@@ -6,10 +6,7 @@ The peers are never installed with fncore, so this runs the script with one of t
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from bench_runs import BENCH
+from bench_runs import run_code
 
 HIDING = """
 import runpy, sys
@@ -22,13 +19,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def test_a_missing_peer_is_named_in_one_line() -> None:
     """Without langchain, peers.py stops at once: exit status 2, one line on stderr."""
-    done = subprocess.run(
-        [sys.executable, "-c", HIDING, str(BENCH)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_code(HIDING)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
