@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import islice
 
 from fncore.core._errors import InvalidHistory
 from fncore.core._messages import (
@@ -147,6 +148,9 @@ def check_pairing(messages: Sequence[Message]) -> InvalidHistory | None:
 class PairedHistories:
     """`check_pairing` with the histories that passed remembered (at most ``size``).
 
+    The histories used most recently are kept longest, so an agent serving many sessions
+    at once still finds each session's history when its next turn comes.
+
     A request a middleware rewrote (a redaction, say) differs from the history the loop
     checked, often from its first messages on; but a middleware that rewrites the same
     way each round hands back the same objects, so this round's request goes on from last
@@ -167,7 +171,7 @@ class PairedHistories:
 
     __slots__ = ("_known", "_size")
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, size: int = 256) -> None:
         self._known: dict[tuple[int, int], tuple[Message, ...]] = {}
         self._size = size
 
@@ -184,8 +188,11 @@ class PairedHistories:
             last = history[end - 1]
             if type(last) is not Message:
                 break
-            earlier = known.get((id(last), end))
+            key = (id(last), end)
+            earlier = known.get(key)
             if earlier is not None and (earlier is history or history[:end] == earlier):
+                del known[key]  # used again: put back, to be forgotten last
+                known[key] = earlier
                 start, whole = end, True
                 break
         if start == count and whole:
@@ -201,8 +208,9 @@ class PairedHistories:
                 found if type(found) is InvalidHistory else (unanswered(found) if found else None)  # type: ignore[arg-type]
             )
         if broken is None and count:
-            if len(known) >= self._size:
-                known.clear()  # what is forgotten is only scanned again
+            if len(known) >= self._size:  # forget the older half: it is only scanned again
+                for key in list(islice(known, max(len(known) // 2, 1))):
+                    del known[key]
             known[(id(history[-1]), count)] = history  # holds its last message: id not reused
             last = history[-1]
             if count > 1 and (

@@ -99,8 +99,13 @@ def estimate_tokens(request: ModelRequest) -> int:
         >>> estimate_tokens(ModelRequest((Message.user("What is two plus three?"),)))
         10
     """
+    return _estimate(request, _HISTORY)
+
+
+def _estimate(request: ModelRequest, history: Tally) -> int:
+    """`estimate_tokens` of ``request``, its messages' characters remembered in ``history``."""
     messages = request.messages
-    chars = len(request.instructions) + _HISTORY.history(
+    chars = len(request.instructions) + history.history(
         messages if type(messages) is tuple else tuple(messages)
     )
     for tool in request.tools:
@@ -128,7 +133,8 @@ def _message_chars(messages: Sequence[Message]) -> int:
 _HISTORY = Tally(_message_chars)
 """Each message's characters and the totals of recent histories, remembered (bounded): a
 conversation's next call counts only its new messages, so the estimate stays flat in its
-length."""
+length. `estimate_tokens` uses this one; each `rate_limit` has its own, so that agents
+serving many sessions do not push each other's histories out."""
 
 
 _TOOL_CHARS: dict[int, tuple[ToolSpec, int]] = {}
@@ -492,6 +498,7 @@ def rate_limit(
     registry.own(rates)
     tokens = tokens_per_minute
     counted = requests_per_minute is not None or tokens is not None
+    history = Tally(_message_chars)
 
     @registry.on(MODEL_CALL, name=name, **place("rate_limit"))
     async def rate_limited(
@@ -509,7 +516,9 @@ def rate_limit(
             if tokens is not None:
                 request = ctx.request
                 answer = request.settings.max_tokens
-                reserved = estimate_tokens(request) + (output_reserve if answer is None else answer)
+                reserved = _estimate(request, history) + (
+                    output_reserve if answer is None else answer
+                )
                 if reserved > tokens:
                     return Failure(_too_big(rates, model, reserved, tokens))
             if not counted:
