@@ -156,7 +156,9 @@ class PairedHistories:
     way each round hands back the same objects, so this round's request goes on from last
     round's, which passed. Only what follows the last assistant turn shared with a history
     that passed is scanned: before an assistant turn of such a history no call is waiting,
-    so the scan may start there afresh, and the answer is `check_pairing`'s.
+    so the scan may start there afresh, and the answer is `check_pairing`'s. The remembered
+    histories are looked at first; the start shared with the loop's history is sought (by
+    halving) only when none of them is found.
 
     Example:
         >>> call = Message("assistant", (ToolCallPart("c1", "add"),))
@@ -181,10 +183,9 @@ class PairedHistories:
         """`check_pairing` of ``messages``, given that ``checked`` (if any) passed it."""
         history = messages if type(messages) is tuple else tuple(messages)
         count = len(history)
-        start = _shared_start(history, tuple(checked)) if checked else 0
-        whole = start == len(checked)  # ``history`` begins with all that passed
         known = self._known
-        for end in range(count, max(count - _REACH, start), -1):
+        start = 0
+        for end in range(count, max(count - _REACH, 0), -1):
             last = history[end - 1]
             if type(last) is not Message:
                 break
@@ -193,8 +194,12 @@ class PairedHistories:
             if earlier is not None and (earlier is history or history[:end] == earlier):
                 del known[key]  # used again: put back, to be forgotten last
                 known[key] = earlier
-                start, whole = end, True
+                start = end
                 break
+        whole = start > 0  # ``history`` begins with a whole history that passed
+        if not whole:  # else no need to look for the start it shares with ``checked``
+            start = _shared_start(history, tuple(checked)) if checked else 0
+            whole = start == len(checked)
         if start == count and whole:
             return None
         turn = start - 1

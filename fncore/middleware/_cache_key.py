@@ -249,6 +249,9 @@ class Digests:
                 checkpoints, running = list(kept), end.copy()  # these continue them
             else:  # another branch: resume at the last checkpoint before what differs
                 same, step = 0, STEP
+                top = min(at, len(messages)) // STEP * STEP
+                if top and messages[:top] == seen[:top]:  # most often: it parts after it
+                    same = top
                 while (
                     same + step <= at and messages[same : same + step] == seen[same : same + step]
                 ):

@@ -250,10 +250,8 @@ def _shared(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
     they part.
     """
     high = min(len(a), len(b))
-    low = 1  # a[:low] == b[:low]; a[:high] != b[:high] once the first test fails
-    if a[:high] == b[:high]:
-        return high
-    probe = high - 1  # each message from ``probe`` to ``high - 2`` differs
+    low = 1  # a[:low] == b[:low]
+    probe = high  # each message from ``probe`` to ``high - 1`` differs
     while probe > low and high - probe < _REACH:
         before, after = a[probe - 1], b[probe - 1]
         if before is after or before == after:
@@ -261,7 +259,7 @@ def _shared(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
         probe -= 1
     if a[:probe] == b[:probe]:
         return probe
-    high = probe
+    high = probe  # a[:high] != b[:high]
     while high - low > 1:
         middle = (low + high) // 2
         if a[:middle] == b[:middle]:

@@ -22,7 +22,7 @@ from fncore import (
 from fncore.events import TextDelta
 from fncore.middleware import PIIBlocked, redact_pii
 from fncore.middleware._pii import _EMAIL, BUILTIN, find
-from fncore.middleware._redact_memo import Generations, Memo
+from fncore.middleware._redact_memo import Generations, Memo, _shared
 from fncore.middleware._redactor import Rules
 from fncore.testing import FunctionModel, ScriptedModel, tool_calls
 
@@ -325,3 +325,30 @@ def test_emails_found_from_their_at_are_every_match(text: str) -> None:
     """Searching near each ``@`` finds exactly the pattern's matches over the whole text."""
     found = list(BUILTIN["email"].find(text))
     assert found == [m.span() for m in re.finditer(_EMAIL, text)]
+
+
+_POOL = tuple(Message.user(f"m{i}") for i in range(4))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=40),
+    st.lists(st.integers(0, 3), max_size=40),
+    st.integers(0, 40),
+    st.booleans(),
+)
+def test_the_shared_start_is_the_longest_equal_one(
+    start: list[int], tail: list[int], keep: int, copied: bool
+) -> None:
+    """Two conversations sharing their first message share exactly their equal start.
+
+    One goes on from a cut of the other; its messages are the same objects or equal copies.
+    """
+    a = tuple(_POOL[i] for i in start)
+    b = (*a[: max(keep, 1)], *(_POOL[i] for i in tail))
+    if copied:
+        b = tuple(dataclasses.replace(m) for m in b)
+    longest = 0
+    while longest < min(len(a), len(b)) and a[longest] == b[longest]:
+        longest += 1
+    assert _shared(a, b) == longest
