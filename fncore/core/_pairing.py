@@ -196,8 +196,8 @@ class PairedHistories:
                 known[key] = earlier
                 start = end
                 break
-        whole = start > 0  # ``history`` begins with a whole history that passed
-        if not whole:  # else no need to look for the start it shares with ``checked``
+        found = whole = start > 0  # ``history`` begins with a remembered history
+        if not found:  # else no need to look for the start it shares with ``checked``
             start = _shared_start(history, tuple(checked)) if checked else 0
             whole = start == len(checked)
         if start == count and whole:
@@ -208,9 +208,9 @@ class PairedHistories:
         if turn <= 0:
             broken = check_pairing(history)
         else:
-            found = open_calls(history[turn:], offset=turn)
+            calls = open_calls(history[turn:], offset=turn)
             broken = (
-                found if type(found) is InvalidHistory else (unanswered(found) if found else None)  # type: ignore[arg-type]
+                calls if type(calls) is InvalidHistory else (unanswered(calls) if calls else None)  # type: ignore[arg-type]
             )
         if broken is None and count:
             if len(known) >= self._size:  # forget the older half: it is only scanned again
@@ -218,8 +218,13 @@ class PairedHistories:
                     del known[key]
             known[(id(history[-1]), count)] = history  # holds its last message: id not reused
             last = history[-1]
-            if count > 1 and (
-                last.role == "assistant" or not any(type(p) is ToolResultPart for p in last.parts)
+            if (
+                count > 1
+                and not (found and start == count - 1)  # that one is remembered already
+                and (
+                    last.role == "assistant"
+                    or not any(type(p) is ToolResultPart for p in last.parts)
+                )
             ):  # it answers no call, so all before it passed too: a turn asked anew from there
                 known[(id(history[-2]), count - 1)] = history[:-1]
         return broken
