@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Generic, TypeAlias, TypeVar
 
 from fncore.core import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from fncore.middleware._memo import begins
 
 __all__ = [
     "Conversation",
@@ -211,7 +212,7 @@ class Conversations:
                 known is not None
                 and len(known.inputs) == index + 1
                 and known.reach(index + 1, owner, pseudonyms) == index + 1
-                and messages[: index + 1] == known.inputs
+                and begins(messages, known.inputs)
             ):
                 return known, index + 1
         best, longest = None, 0

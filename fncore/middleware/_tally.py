@@ -31,7 +31,7 @@ from typing import TypeVar
 
 from fncore.core import Message, ToolSpec
 from fncore.middleware._compaction import TokenCounter
-from fncore.middleware._memo import ByIdentity, put
+from fncore.middleware._memo import ByIdentity, begins, put
 
 _T = TypeVar("_T")
 
@@ -141,7 +141,7 @@ class Tally:
                     del histories[key]  # used again: put back, to be forgotten last
                     histories[key] = entry
                     return tokens
-            elif messages[:end] == known:
+            elif begins(messages, known):
                 del histories[key]
                 histories[key] = entry
                 total = tokens + _total(self._messages, messages[end:])
