@@ -121,6 +121,27 @@ def test_a_turn_tried_again_reuses_the_start_it_shares() -> None:
     assert out[-1].text == "no, write to [EMAIL]"
 
 
+def test_a_turn_asked_anew_again_is_found_by_its_last_messages() -> None:
+    """After a turn asked anew, the history before its question is remembered whole.
+
+    Asking anew from there again finds it among the request's last messages (as a next
+    round would), with the same redaction as a cold scan.
+    """
+    memo = Memo(100_000)
+    first = RULES.inward(None, memo).request(ModelRequest(CONVERSATION)).messages
+    once = (*CONVERSATION[:8], Message.user("no, write to bob@example.org"))
+    assert RULES.inward(None, memo).request(ModelRequest(once)).messages == cold(once)
+    start = memo.conversations._by_last.get(id(CONVERSATION[7]))
+    assert start is not None
+    assert start.inputs == CONVERSATION[:8]
+    assert start.outputs == first[:8]
+    again = (*CONVERSATION[:8], Message.user("or to carl@example.org"))
+    out = RULES.inward(None, memo).request(ModelRequest(again)).messages
+    assert all(a is b for a, b in zip(out[:8], start.outputs, strict=True))
+    assert out == cold(again)
+    assert out[-1].text == "or to [EMAIL]"
+
+
 def test_remembered_conversations_are_bounded() -> None:
     """However many conversations pass, those remembered hold at most the limit."""
     memo = Memo(5_000)
