@@ -15,6 +15,7 @@ the others a lookup.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Generic, TypeVar
 
 _T = TypeVar("_T")
@@ -22,12 +23,16 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
+def make_room(memo: dict[_K, _V], size: int) -> None:
+    """Forget the older half of ``memo`` (the first put, or put back) if it holds ``size``."""
+    if len(memo) >= size:
+        for old in list(islice(memo, max(len(memo) // 2, 1))):
+            memo.pop(old, None)
+
+
 def put(memo: dict[_K, _V], key: _K, value: _V, size: int) -> None:
     """Set ``memo[key]``, first forgetting the older half of ``memo`` if it holds ``size``."""
-    if len(memo) >= size:
-        kept = list(memo.items())[(len(memo) + 1) // 2 :]
-        memo.clear()
-        memo.update(kept)
+    make_room(memo, size)
     memo[key] = value
 
 
