@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import islice
 
 from fncore.core._errors import InvalidHistory
 from fncore.core._messages import (
@@ -147,12 +148,17 @@ def check_pairing(messages: Sequence[Message]) -> InvalidHistory | None:
 class PairedHistories:
     """`check_pairing` with the histories that passed remembered (at most ``size``).
 
+    The histories used most recently are kept longest, so an agent serving many sessions
+    at once still finds each session's history when its next turn comes.
+
     A request a middleware rewrote (a redaction, say) differs from the history the loop
     checked, often from its first messages on; but a middleware that rewrites the same
     way each round hands back the same objects, so this round's request goes on from last
     round's, which passed. Only what follows the last assistant turn shared with a history
     that passed is scanned: before an assistant turn of such a history no call is waiting,
-    so the scan may start there afresh, and the answer is `check_pairing`'s.
+    so the scan may start there afresh, and the answer is `check_pairing`'s. The remembered
+    histories are looked at first; the start shared with the loop's history is sought (by
+    halving) only when none of them is found.
 
     Example:
         >>> call = Message("assistant", (ToolCallPart("c1", "add"),))
@@ -167,7 +173,7 @@ class PairedHistories:
 
     __slots__ = ("_known", "_size")
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, size: int = 256) -> None:
         self._known: dict[tuple[int, int], tuple[Message, ...]] = {}
         self._size = size
 
@@ -177,17 +183,23 @@ class PairedHistories:
         """`check_pairing` of ``messages``, given that ``checked`` (if any) passed it."""
         history = messages if type(messages) is tuple else tuple(messages)
         count = len(history)
-        start = _shared_start(history, tuple(checked)) if checked else 0
-        whole = start == len(checked)  # ``history`` begins with all that passed
         known = self._known
-        for end in range(count, max(count - _REACH, start), -1):
+        start = 0
+        for end in range(count, max(count - _REACH, 0), -1):
             last = history[end - 1]
             if type(last) is not Message:
                 break
-            earlier = known.get((id(last), end))
+            key = (id(last), end)
+            earlier = known.get(key)
             if earlier is not None and (earlier is history or history[:end] == earlier):
-                start, whole = end, True
+                del known[key]  # used again: put back, to be forgotten last
+                known[key] = earlier
+                start = end
                 break
+        found = whole = start > 0  # ``history`` begins with a remembered history
+        if not found:  # else no need to look for the start it shares with ``checked``
+            start = _shared_start(history, tuple(checked)) if checked else 0
+            whole = start == len(checked)
         if start == count and whole:
             return None
         turn = start - 1
@@ -196,17 +208,23 @@ class PairedHistories:
         if turn <= 0:
             broken = check_pairing(history)
         else:
-            found = open_calls(history[turn:], offset=turn)
+            calls = open_calls(history[turn:], offset=turn)
             broken = (
-                found if type(found) is InvalidHistory else (unanswered(found) if found else None)  # type: ignore[arg-type]
+                calls if type(calls) is InvalidHistory else (unanswered(calls) if calls else None)  # type: ignore[arg-type]
             )
         if broken is None and count:
-            if len(known) >= self._size:
-                known.clear()  # what is forgotten is only scanned again
+            if len(known) >= self._size:  # forget the older half: it is only scanned again
+                for key in list(islice(known, max(len(known) // 2, 1))):
+                    del known[key]
             known[(id(history[-1]), count)] = history  # holds its last message: id not reused
             last = history[-1]
-            if count > 1 and (
-                last.role == "assistant" or not any(type(p) is ToolResultPart for p in last.parts)
+            if (
+                count > 1
+                and not (found and start == count - 1)  # that one is remembered already
+                and (
+                    last.role == "assistant"
+                    or not any(type(p) is ToolResultPart for p in last.parts)
+                )
             ):  # it answers no call, so all before it passed too: a turn asked anew from there
                 known[(id(history[-2]), count - 1)] = history[:-1]
         return broken

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 from json.encoder import encode_basestring_ascii as _q
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from fncore.core import (
     DataPart,
@@ -41,6 +40,7 @@ from fncore.core import (
     ToolResultPart,
     ToolSpec,
 )
+from fncore.middleware._memo import make_room
 from fncore.session_stores._json import canonical, key_text, part_doc
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ class Digests:
             return kept[1]
         digest, frozen = _digest(value)
         if frozen:
-            _make_room(self._kept, self.max_entries)
+            make_room(self._kept, self.max_entries)
             self._kept[id(value)] = (value, digest)
         return digest
 
@@ -223,7 +223,7 @@ class Digests:
             parts.append(self.of(output))
         head = b"".join((*parts, self.join(tools)))
         if not settings.extra:  # it may change in place: a head remembered only while empty
-            _make_room(self._heads, max(self.max_entries // 16, 1))
+            make_room(self._heads, max(self.max_entries // 16, 1))
             self._heads[ids] = ((settings, tools, output), head)
         return head
 
@@ -249,6 +249,9 @@ class Digests:
                 checkpoints, running = list(kept), end.copy()  # these continue them
             else:  # another branch: resume at the last checkpoint before what differs
                 same, step = 0, STEP
+                top = min(at, len(messages)) // STEP * STEP
+                if top and messages[:top] == seen[:top]:  # most often: it parts after it
+                    same = top
                 while (
                     same + step <= at and messages[same : same + step] == seen[same : same + step]
                 ):
@@ -265,7 +268,7 @@ class Digests:
             if at % STEP == 0:
                 checkpoints.append(running.copy())
         if run is None:
-            _make_room(self._runs, max(self.max_entries // 16, 1))
+            make_room(self._runs, max(self.max_entries // 16, 1))
         self._runs[id(first)] = (messages, checkpoints, running.copy(), changing)
         return running
 
@@ -277,13 +280,6 @@ def _still(value: _Digestible) -> bool:
 
 def _q_name(name: str) -> str:
     return f'{{"name":{_q(name)}}}'
-
-
-def _make_room(table: dict[Any, Any], limit: int) -> None:
-    """Forget the older half of ``table`` if it holds ``limit`` entries."""
-    if len(table) >= limit:
-        for old in list(itertools.islice(table, max(limit // 2, 1))):
-            del table[old]
 
 
 def request_key(request: ModelRequest, model: str, digests: Digests | None = None) -> str:

@@ -5,11 +5,17 @@ remembers by ``id`` instead. An ``id`` is only unique among live objects, so eac
 holds its object: while it is remembered the object stays alive and no other object can
 take its ``id``. The objects are immutable (frozen dataclasses), so an object that changed
 is a new object, worked out afresh.
+
+`begins` answers the question every history memo asks of a request: does it go on from a
+history remembered? Several memos ask it of the same two tuples in one round (`compact`'s
+and `rate_limit`'s counts, `redact_pii`'s conversations); the first pays the comparison,
+the others a lookup.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Generic, TypeVar
 
 _T = TypeVar("_T")
@@ -17,12 +23,16 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
+def make_room(memo: dict[_K, _V], size: int) -> None:
+    """Forget the older half of ``memo`` (the first put, or put back) if it holds ``size``."""
+    if len(memo) >= size:
+        for old in list(islice(memo, max(len(memo) // 2, 1))):
+            memo.pop(old, None)
+
+
 def put(memo: dict[_K, _V], key: _K, value: _V, size: int) -> None:
     """Set ``memo[key]``, first forgetting the older half of ``memo`` if it holds ``size``."""
-    if len(memo) >= size:
-        kept = list(memo.items())[(len(memo) + 1) // 2 :]
-        memo.clear()
-        memo.update(kept)
+    make_room(memo, size)
     memo[key] = value
 
 
@@ -48,3 +58,34 @@ class ByIdentity(Generic[_T, _V]):
         done = self._work(item)
         put(self.entries, id(item), (item, done), self._size)
         return done
+
+
+STARTS = 64
+"""How many answers of `begins` are remembered (only the ones that say yes)."""
+
+_starts: dict[tuple[int, int], tuple[tuple[object, ...], tuple[object, ...]]] = {}
+
+
+def begins(items: tuple[_T, ...], start: tuple[_T, ...]) -> bool:
+    """Whether ``items`` begins with ``start`` (``items[:len(start)] == start``), remembered.
+
+    Comparing a long history to a remembered one copies it first (a slice); a yes is kept
+    for the two tuples, which the entry holds (so their ids stay theirs), and the memos
+    asking again of the same two get it at the cost of a lookup. Tuples compare their items
+    by identity, then by value, as ``==`` does; the items are immutable values.
+
+    Example:
+        >>> history = (1, 2, 3)
+        >>> begins((*history, 4), history), begins((1, 5, 3, 4), history)
+        (True, False)
+    """
+    size = len(start)
+    if size >= len(items):
+        return size == len(items) and (items is start or items == start)
+    key = (id(items), id(start))
+    if key in _starts:
+        return True
+    if items[:size] != start:
+        return False
+    put(_starts, key, (items, start), STARTS)
+    return True

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Generic, TypeAlias, TypeVar
 
 from fncore.core import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from fncore.middleware._memo import begins
 
 __all__ = [
     "Conversation",
@@ -211,7 +212,7 @@ class Conversations:
                 known is not None
                 and len(known.inputs) == index + 1
                 and known.reach(index + 1, owner, pseudonyms) == index + 1
-                and messages[: index + 1] == known.inputs
+                and begins(messages, known.inputs)
             ):
                 return known, index + 1
         best, longest = None, 0
@@ -229,15 +230,31 @@ class Conversations:
         return best, longest
 
     def keep(self, new: Conversation, found: Conversation | None, length: int) -> None:
-        """Remember ``new``, which went on from ``length`` messages of ``found``."""
+        """Remember ``new``, which went on from ``length`` messages of ``found``.
+
+        A conversation that ends with a user's message and parted from ``found`` (a turn
+        asked anew: tried again, or cut back to) is also remembered without that message,
+        by its message before: the next time that turn is asked anew, it is found there
+        among the request's last messages, as a round finds the last one, not by halving.
+        """
         messages = new.inputs
-        gone = found is not None and length == len(found.inputs)  # ``new`` holds it all
-        if gone and found is not None:
+        before = len(messages) - 1
+        asked = before > 0 and messages[-1].role == "user"
+        whole = found is not None and length == len(found.inputs)  # ``new`` holds it all
+        anew = asked and whole and length == before  # it went on from what it asks after
+        if whole and not anew and found is not None:
             self._by_last.pop(id(found.inputs[-1]))
         self._by_last.put(id(messages[-1]), new, new.weight)
+        if asked and found is not None and not whole:
+            uses, weight = new.start(before)
+            inputs = messages[:before]
+            outputs = inputs if new.changed >= before else new.outputs[:before]
+            owner = new.owner if uses else None
+            start = Conversation(inputs, outputs, min(new.changed, before), uses, owner, weight)
+            self._by_last.put(id(inputs[-1]), start, weight)
         key = id(messages[0])
         branches = self._by_first.get(key) or ()
-        kept = (new, *[c for c in branches if not (gone and c is found)])[:_BRANCHES]
+        kept = (new, *[c for c in branches if not (whole and c is found)])[:_BRANCHES]
         self._by_first.put(key, kept, sum([c.weight for c in kept]))
 
 
@@ -250,10 +267,8 @@ def _shared(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
     they part.
     """
     high = min(len(a), len(b))
-    low = 1  # a[:low] == b[:low]; a[:high] != b[:high] once the first test fails
-    if a[:high] == b[:high]:
-        return high
-    probe = high - 1  # each message from ``probe`` to ``high - 2`` differs
+    low = 1  # a[:low] == b[:low]
+    probe = high  # each message from ``probe`` to ``high - 1`` differs
     while probe > low and high - probe < _REACH:
         before, after = a[probe - 1], b[probe - 1]
         if before is after or before == after:
@@ -261,7 +276,7 @@ def _shared(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
         probe -= 1
     if a[:probe] == b[:probe]:
         return probe
-    high = probe
+    high = probe  # a[:high] != b[:high]
     while high - low > 1:
         middle = (low + high) // 2
         if a[:middle] == b[:middle]:

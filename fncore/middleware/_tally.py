@@ -8,34 +8,39 @@ conversation; a `Tally` remembers, for one token counter:
   changed message is a new object, counted afresh;
 * each tool definition's count, the same way;
 * each system prompt's count, by its text;
-* the totals of the last histories it counted, each by its last message and its length.
-  A history that only grew since one of them (the next round, the next turn of a session)
-  is found by looking back over its newest messages, checked message by message against
-  the remembered one (a comparison in C that stops at the first difference: identical
-  messages compare in a few nanoseconds), and costs the new messages' counts on top.
+* the totals of the last histories it counted, each by its last message and its length,
+  the most recently used kept longest (an agent serving many sessions at once finds each
+  session's history again when its next turn comes). A history that only grew since one
+  of them (the next round, the next turn of a session) is found by looking back over its
+  newest messages, checked message by message against the remembered one (a comparison
+  in C that stops at the first difference: identical messages compare in a few
+  nanoseconds), and costs the new messages' counts on top.
 
 Every memo is bounded: past its size it forgets its older half. What is forgotten is only
-counted again.
+counted again, and a history whose total was forgotten counts only its messages whose
+counts were forgotten too.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from operator import itemgetter
+from itertools import compress
+from operator import itemgetter, not_
 from typing import TypeVar
 
 from fncore.core import Message, ToolSpec
 from fncore.middleware._compaction import TokenCounter
-from fncore.middleware._memo import ByIdentity, put
+from fncore.middleware._memo import ByIdentity, begins, put
 
 _T = TypeVar("_T")
 
 MESSAGES = 20_000
 """How many messages' counts a tally remembers at most."""
 
-HISTORIES = 256
-"""How many histories' totals a tally remembers at most."""
+HISTORIES = 1_024
+"""How many histories' totals a tally remembers at most (a turn remembers up to four: two
+requests, each with the history before its last message)."""
 
 DEFINITIONS = 1_024
 """How many tool definitions' and system prompts' counts a tally remembers, each at most."""
@@ -63,13 +68,16 @@ def definition(spec: ToolSpec) -> Message:
 
 
 def _total(memo: ByIdentity[_T, int], items: Sequence[_T]) -> int:
-    """The counts of ``items`` added up (in C while every one of them is remembered)."""
-    if len(items) > FEW:
-        try:
-            return sum(map(_count_of, map(memo.entries.__getitem__, map(id, items))))
-        except KeyError:  # one of them is new: counted below
-            pass
-    return sum(map(memo, items))
+    """The counts of ``items`` added up (in C, but for the items not remembered)."""
+    if len(items) <= FEW:
+        return sum(map(memo, items))
+    entries = memo.entries
+    try:
+        return sum(map(_count_of, map(entries.__getitem__, map(id, items))))
+    except KeyError:  # some are new: the others still add up in C
+        found = list(map(entries.get, map(id, items)))
+        known: int = sum(map(_count_of, filter(None, found)))
+        return known + sum(map(memo, compress(items, map(not_, found))))
 
 
 class Tally:
@@ -130,9 +138,11 @@ class Tally:
             known, tokens = entry
             if end == size:
                 if known is messages or known == messages:
+                    del histories[key]  # used again: put back, to be forgotten last
+                    histories[key] = entry
                     return tokens
-            elif messages[:end] == known:
-                histories.pop(key, None)  # used again: put back, to be forgotten last
+            elif begins(messages, known):
+                del histories[key]
                 histories[key] = entry
                 total = tokens + _total(self._messages, messages[end:])
                 break

@@ -51,6 +51,7 @@ from fncore.core import (
 )
 from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import SomeSeconds, checked
+from fncore.middleware._memo import ByIdentity
 from fncore.middleware._per_loop import PerLoop
 from fncore.middleware._place import place
 from fncore.middleware._tally import Tally
@@ -99,8 +100,13 @@ def estimate_tokens(request: ModelRequest) -> int:
         >>> estimate_tokens(ModelRequest((Message.user("What is two plus three?"),)))
         10
     """
+    return _estimate(request, _HISTORY)
+
+
+def _estimate(request: ModelRequest, history: Tally) -> int:
+    """`estimate_tokens` of ``request``, its messages' characters remembered in ``history``."""
     messages = request.messages
-    chars = len(request.instructions) + _HISTORY.history(
+    chars = len(request.instructions) + history.history(
         messages if type(messages) is tuple else tuple(messages)
     )
     for tool in request.tools:
@@ -128,27 +134,26 @@ def _message_chars(messages: Sequence[Message]) -> int:
 _HISTORY = Tally(_message_chars)
 """Each message's characters and the totals of recent histories, remembered (bounded): a
 conversation's next call counts only its new messages, so the estimate stays flat in its
-length."""
+length. `estimate_tokens` uses this one; each `rate_limit` has its own, so that agents
+serving many sessions do not push each other's histories out."""
 
-
-_TOOL_CHARS: dict[int, tuple[ToolSpec, int]] = {}
-"""The characters of the tool definitions seen last, by identity (the definition is kept, so
-its identity is not reused while it is here): an agent sends the same ones on every call."""
 
 TOOLS_KEPT = 1_024
-"""How many tool definitions `_TOOL_CHARS` holds before it starts again."""
+"""How many tool definitions' characters are remembered at most (past it, the older half is
+forgotten)."""
 
 
-def _tool_chars(tool: ToolSpec) -> int:
+def _measure_tool(tool: ToolSpec) -> int:
     """The characters ``tool``'s name, description and schema count (the schema as text)."""
-    kept = _TOOL_CHARS.get(id(tool))
-    if kept is not None and kept[0] is tool:
-        return kept[1]
-    chars = len(tool.name) + len(tool.description) + len(str(tool.parameters))
-    if len(_TOOL_CHARS) >= TOOLS_KEPT:
-        _TOOL_CHARS.clear()
-    _TOOL_CHARS[id(tool)] = (tool, chars)
-    return chars
+    return len(tool.name) + len(tool.description) + len(str(tool.parameters))
+
+
+_tool_chars: ByIdentity[ToolSpec, int] = ByIdentity(_measure_tool, TOOLS_KEPT)
+"""`_measure_tool` of the tool definitions seen last, by identity: an agent sends the same
+ones on every call."""
+
+_TOOL_CHARS = _tool_chars.entries
+"""What `_tool_chars` holds."""
 
 
 def _redis(url: str) -> tuple[Any, Any]:
@@ -492,6 +497,7 @@ def rate_limit(
     registry.own(rates)
     tokens = tokens_per_minute
     counted = requests_per_minute is not None or tokens is not None
+    history = Tally(_message_chars)
 
     @registry.on(MODEL_CALL, name=name, **place("rate_limit"))
     async def rate_limited(
@@ -509,7 +515,9 @@ def rate_limit(
             if tokens is not None:
                 request = ctx.request
                 answer = request.settings.max_tokens
-                reserved = estimate_tokens(request) + (output_reserve if answer is None else answer)
+                reserved = _estimate(request, history) + (
+                    output_reserve if answer is None else answer
+                )
                 if reserved > tokens:
                     return Failure(_too_big(rates, model, reserved, tokens))
             if not counted:

@@ -216,3 +216,21 @@ def test_a_question_asked_anew_after_a_history_that_passed_gets_the_same_answer(
     answered = (*before, calls("b"), results("b"))
     assert paired.check(answered) is None
     assert paired.check(answered[:-1]) == check_pairing(answered[:-1]) is not None
+
+
+def test_a_history_checked_again_is_kept_while_others_come_and_go() -> None:
+    """Past its size the memo forgets the least recently used histories, and only half.
+
+    One session's history is checked between every three others': with room for eight,
+    it is still remembered each time, though far more than eight came after it.
+    """
+    paired = PairedHistories(8)
+    mine = (USER, calls("a"), results("a"))
+    assert paired.check(mine) is None
+    for turn in range(20):
+        for other in range(3):
+            theirs = (Message.user(f"turn {turn}, session {other}"), calls("b"), results("b"))
+            assert paired.check(theirs) is None
+        assert (id(mine[-1]), len(mine)) in paired._known
+        assert paired.check(mine) is None
+        assert len(paired._known) <= 8

@@ -399,3 +399,40 @@ def test_a_turn_asked_anew_from_the_same_point_counts_only_its_new_message() -> 
     again = (*before, Message.user("second try, worded otherwise"))
     assert tally.history(again) == cold(again)
     assert log == [again[-1]]
+
+
+def test_a_history_used_again_is_kept_while_other_sessions_come_and_go() -> None:
+    """The histories' totals forget the least recently used first, not the oldest.
+
+    One session's history is asked for between three other sessions' turns (each leaves
+    two totals): with room for sixteen, it is never counted again, though far more than
+    sixteen came after it.
+    """
+    log: list[Message] = []
+    tally = Tally(logged(log), messages=1, histories=16)
+    mine = tuple(Message.user(f"mine {i}") for i in range(50))
+    assert tally.history(mine) == cold(mine)
+    for turn in range(20):
+        for other in range(3):
+            theirs = tuple(Message.user(f"theirs {turn} {other} {i}") for i in range(5))
+            assert tally.history(theirs) == cold(theirs)
+        log.clear()
+        assert tally.history(mine) == cold(mine)
+        assert log == []
+        assert tally.remembered[1] <= 16
+
+
+def test_a_forgotten_total_counts_only_the_messages_forgotten_too() -> None:
+    """A history whose total is gone recounts just the messages whose counts are gone."""
+    log: list[Message] = []
+    tally = Tally(logged(log), messages=150, histories=1)
+    history = tuple(Message.user(f"message {i}" * (1 + i % 4)) for i in range(100))
+    assert tally.history(history) == cold(history)
+    others = tuple(Message.user(f"other {i}") for i in range(60))
+    assert tally.history(others) == cold(others)  # pushes out older counts and the total
+    log.clear()
+    longer = (*history, Message.user("one more"))
+    assert tally.history(longer) == cold(longer)
+    assert 1 < len(log) < len(longer)
+    assert log[-1] is longer[-1]
+    assert all(m in history for m in log[:-1])

@@ -57,3 +57,20 @@ def test_a_growing_and_edited_conversation_is_estimated_as_afresh() -> None:
     assert estimate_tokens(ModelRequest(tuple(history[:3]))) == -(
         -sum(16 + len(m.text) for m in history[:3]) // 4
     )
+
+
+async def test_each_rate_limit_remembers_its_own_histories() -> None:
+    """A ``rate_limit`` counts in a memo of its own, not the one `estimate_tokens` shares.
+
+    So the agents of a process do not push each other's histories out.
+    """
+    from fncore import Agent
+    from fncore.middleware import rate_limit
+    from fncore.middleware.rate_limit import _HISTORY
+    from fncore.testing import FunctionModel
+
+    before = _HISTORY.remembered
+    agent = Agent(FunctionModel(lambda _: "ok"), registry=rate_limit(tokens_per_minute=10**9))
+    for turn in range(3):
+        assert (await agent.run(f"question {turn} " * 20)).unwrap().output == "ok"
+    assert _HISTORY.remembered == before

@@ -22,7 +22,7 @@ from fncore import (
 from fncore.events import TextDelta
 from fncore.middleware import PIIBlocked, redact_pii
 from fncore.middleware._pii import _EMAIL, BUILTIN, find
-from fncore.middleware._redact_memo import Generations, Memo
+from fncore.middleware._redact_memo import Generations, Memo, _shared
 from fncore.middleware._redactor import Rules
 from fncore.testing import FunctionModel, ScriptedModel, tool_calls
 
@@ -119,6 +119,27 @@ def test_a_turn_tried_again_reuses_the_start_it_shares() -> None:
     assert all(a is b for a, b in zip(out[:8], first[:8], strict=True))
     assert out == cold(other)
     assert out[-1].text == "no, write to [EMAIL]"
+
+
+def test_a_turn_asked_anew_again_is_found_by_its_last_messages() -> None:
+    """After a turn asked anew, the history before its question is remembered whole.
+
+    Asking anew from there again finds it among the request's last messages (as a next
+    round would), with the same redaction as a cold scan.
+    """
+    memo = Memo(100_000)
+    first = RULES.inward(None, memo).request(ModelRequest(CONVERSATION)).messages
+    once = (*CONVERSATION[:8], Message.user("no, write to bob@example.org"))
+    assert RULES.inward(None, memo).request(ModelRequest(once)).messages == cold(once)
+    start = memo.conversations._by_last.get(id(CONVERSATION[7]))
+    assert start is not None
+    assert start.inputs == CONVERSATION[:8]
+    assert start.outputs == first[:8]
+    again = (*CONVERSATION[:8], Message.user("or to carl@example.org"))
+    out = RULES.inward(None, memo).request(ModelRequest(again)).messages
+    assert all(a is b for a, b in zip(out[:8], start.outputs, strict=True))
+    assert out == cold(again)
+    assert out[-1].text == "or to [EMAIL]"
 
 
 def test_remembered_conversations_are_bounded() -> None:
@@ -325,3 +346,30 @@ def test_emails_found_from_their_at_are_every_match(text: str) -> None:
     """Searching near each ``@`` finds exactly the pattern's matches over the whole text."""
     found = list(BUILTIN["email"].find(text))
     assert found == [m.span() for m in re.finditer(_EMAIL, text)]
+
+
+_POOL = tuple(Message.user(f"m{i}") for i in range(4))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=40),
+    st.lists(st.integers(0, 3), max_size=40),
+    st.integers(0, 40),
+    st.booleans(),
+)
+def test_the_shared_start_is_the_longest_equal_one(
+    start: list[int], tail: list[int], keep: int, copied: bool
+) -> None:
+    """Two conversations sharing their first message share exactly their equal start.
+
+    One goes on from a cut of the other; its messages are the same objects or equal copies.
+    """
+    a = tuple(_POOL[i] for i in start)
+    b = (*a[: max(keep, 1)], *(_POOL[i] for i in tail))
+    if copied:
+        b = tuple(dataclasses.replace(m) for m in b)
+    longest = 0
+    while longest < min(len(a), len(b)) and a[longest] == b[longest]:
+        longest += 1
+    assert _shared(a, b) == longest
