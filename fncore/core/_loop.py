@@ -36,6 +36,7 @@ from fncore.core._result import RunResult, StopReason
 from fncore.core._tool_choice import ToolChoice
 from fncore.core._tools import Tool
 from fncore.core._usage import NO_USAGE, Usage
+from fncore.core._value import maker
 
 _AtLeastOne = Annotated[int, Field(ge=1)]
 
@@ -143,6 +144,8 @@ class NextRound:
 
 NEXT_ROUND = NextRound()
 
+_message = maker(Message)
+_result = maker(RunResult)
 
 Decision: TypeAlias = Finish | Fail | RunTools | NextRound
 """What the shell does next."""
@@ -207,7 +210,7 @@ def on_response(
     if not calls or not settings.enabled:
         done = LoopState(history, new, state.round, state.errors_in_a_row, usage)
         stop: StopReason = "awaiting_tools" if calls else "completed"
-        return done, Finish(RunResult(message.text, new, usage, state.round, stop))
+        return done, Finish(_result(message.text, new, usage, state.round, stop))
     plan: list[Ready | Rejected] = []
     for call in calls:
         tool = tools.get(call.name)
@@ -253,7 +256,7 @@ def on_tool_results(
 
     The round's response (the last of ``state.new``) and its results join the history.
     """
-    message = Message("tool", results)
+    message = _message("tool", results)
     history = state.history + (state.new[-1], message)  # noqa: RUF005 - twice as fast
     new = (*state.new, message)
     failed = False
@@ -265,7 +268,7 @@ def on_tool_results(
     after = LoopState(history, new, state.round, errors, state.usage)
     if tool_choice != "auto" and tool_choice != "none":
         output = "\n".join(r.content for r in results)
-        return after, Finish(RunResult(output, new, state.usage, state.round, "tool_required"))
+        return after, Finish(_result(output, new, state.usage, state.round, "tool_required"))
     if errors >= settings.max_consecutive_errors_per_request:
         return after, Fail(
             TooManyToolErrors(

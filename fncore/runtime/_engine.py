@@ -73,7 +73,7 @@ from fncore.core._position_names import (
 from fncore.core._positions import POSITIONS
 from fncore.core._session import pending_calls
 from fncore.core._usage import NO_USAGE
-from fncore.core._value import success
+from fncore.core._value import maker, success
 from fncore.runtime._call_usage import spend, with_calls
 from fncore.runtime._halts import halted, round_halted
 from fncore.runtime._handlers import End, NamedLayer, NamedStep, Ran, handler, record
@@ -81,6 +81,8 @@ from fncore.runtime._hooks import Hooks, notify
 from fncore.runtime._model_call import ask, checked, raised_by, sent
 from fncore.runtime._subagent import Delegate, children_usage
 from fncore.runtime._tool_run import Halting, ToolRunner
+
+_request = maker(ModelRequest)
 
 
 def session_state(session: Session | None, store: object = None) -> State | SessionError:
@@ -313,13 +315,13 @@ class Engine:
             specs = tuple(t.spec for t in tools)
         output = self.output
         if output is None:
-            request = ModelRequest(messages, prompt, specs, tool_choice, settings)
+            request = _request(messages, prompt, specs, tool_choice, settings)
         elif output.strategy == "native":
-            request = ModelRequest(
+            request = _request(
                 messages, prompt, specs, tool_choice, settings, output_schema=output.schema
             )
         else:
-            request = ModelRequest(messages, prompt, (*specs, output.tool), tool_choice, settings)
+            request = _request(messages, prompt, (*specs, output.tool), tool_choice, settings)
         if self._model_layered:
             out = await self._model_call(run, request, self.model, request)
         elif run.emit is not None:

@@ -41,12 +41,14 @@ from fncore.core import (
     SessionConflict,
     State,
     Terminate,
+    TextPart,
     ToolChoice,
 )
 from fncore.core._fold import short_repr
 from fncore.core._loop import terminated_after
 from fncore.core._resume import ResumedRun
 from fncore.core._usage import NO_USAGE
+from fncore.core._value import maker
 from fncore.runtime._agent_stack import AgentStack
 from fncore.runtime._call_usage import with_later_calls
 from fncore.runtime._checkpoints import new_checkpoint, no_checkpoints, save_paused, settle
@@ -62,12 +64,15 @@ from fncore.session_stores._protocols import CheckpointStore
 _EMPTY: Mapping[str, object] = MappingProxyType({})
 _RUN_PREFIX = os.urandom(4).hex()
 _run_ids = itertools.count(1)
+_message = maker(Message)
+_text = maker(TextPart)
+_run_info = maker(RunInfo)
 
 
 def as_messages(prompt: object) -> tuple[Message, ...] | InvalidPrompt:
     """The run's input messages, or why ``prompt`` is not a `Prompt`."""
     if isinstance(prompt, str):
-        return (Message.user(prompt),)
+        return (_message("user", (_text(prompt),)),)
     if isinstance(prompt, Message):
         return (prompt,)
     if isinstance(prompt, Sequence) and not isinstance(prompt, bytes | bytearray):
@@ -162,7 +167,7 @@ class Runner:
                 return Failure(copied)
             kept = copied
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
-        run = RunInfo(
+        run = _run_info(
             f"{_RUN_PREFIX}-{next(_run_ids)}",
             meta,
             State(parent=shared),

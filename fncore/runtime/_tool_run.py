@@ -40,6 +40,7 @@ from fncore.core import (
 )
 from fncore.core._loop import LoopSettings, Ready, Rejected
 from fncore.core._position_names import TOOL_CALL
+from fncore.core._value import maker
 from fncore.runtime._handlers import End
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._subagent import Delegate
@@ -49,6 +50,9 @@ Halting = Terminate | Pause | AgentError | None
 
 WAITING = "Not run: waiting for a human's decision."
 """The stand-in result of a paused call, used only if the round ends for another reason."""
+
+_part = maker(ToolResultPart)
+_tool_result = maker(ToolResult)
 
 
 def _cancelled(name: str) -> ToolResult:
@@ -164,7 +168,7 @@ class ToolRunner:
         if type(value) is ToolResult:  # a tool that says itself whether it failed (MCP's)
             return value
         try:
-            return ToolResult(to_content(value))
+            return _tool_result(to_content(value))
         except Exception as exc:
             detail = (
                 f": {type(exc).__name__}: {exc}" if self._settings.include_detailed_errors else ""
@@ -193,7 +197,7 @@ class ToolRunner:
                     else await self.invoke(tool, item.args, run, call)
                 )
                 if type(result) is ToolResult:
-                    part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+                    part = _part(call.id, call.name, result.content, result.is_error)
                 elif type(result) is Pause:
                     return ToolResultPart(call.id, call.name, WAITING, True), result
                 else:
@@ -204,7 +208,7 @@ class ToolRunner:
                 if type(out) is Success:
                     result = out.unwrap()
                     if type(result.content) is str:
-                        part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+                        part = _part(call.id, call.name, result.content, result.is_error)
                     else:
                         halt = MiddlewareError(
                             message=(
