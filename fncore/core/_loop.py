@@ -197,7 +197,10 @@ def on_response(
     """Decide what follows a model response: finish with its text, or run its tool calls."""
     message = response.message
     usage = state.usage if response.usage is NO_USAGE else state.usage + response.usage
-    calls = [p for p in message.parts if type(p) is ToolCallPart]
+    calls = []  # a loop, not a comprehension: no frame of its own (Python 3.11)
+    for part in message.parts:
+        if type(part) is ToolCallPart:
+            calls.append(part)
     if calls and not (
         calls[0].id if len(calls) == 1 else all(c.id for c in calls) and _distinct(calls)
     ):

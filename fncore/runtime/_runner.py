@@ -54,11 +54,11 @@ from fncore.runtime._call_usage import with_later_calls
 from fncore.runtime._checkpoints import new_checkpoint, no_checkpoints, save_paused, settle
 from fncore.runtime._claims import ClaimedCheckpoint, claim
 from fncore.runtime._commit import SessionIO
-from fncore.runtime._engine import session_state
 from fncore.runtime._finish import absorb
 from fncore.runtime._handlers import take_record
 from fncore.runtime._hooks import notify
 from fncore.runtime._scope import _CURRENT
+from fncore.runtime._session_state import session_state
 from fncore.session_stores._protocols import CheckpointStore
 
 _EMPTY: Mapping[str, object] = MappingProxyType({})
@@ -184,7 +184,10 @@ class Runner:
             if engine.hooks.run_start:
                 await self._run_start(run, session, new_input)
             outcome = await engine.run(run, new_input, session, choice, settings)
-            result, session, new_input, run = self._settled(run, outcome, session, new_input)
+            if type(outcome) is Success and not engine.wrapped and not run.state._values:
+                result: RunOutcome = outcome  # nothing to settle: no run middleware, no usage
+            else:  # of middleware's own model calls to add
+                result, session, new_input, run = self._settled(run, outcome, session, new_input)
             if type(result) is Success:
                 done: RunResult = result.unwrap()
                 if done.stop_reason == "paused":

@@ -73,6 +73,7 @@ class ToolRunner:
 
     __slots__ = (
         "_handlers",
+        "_hooked",
         "_settings",
         "_subagent_hooks",
         "_threads",
@@ -93,6 +94,7 @@ class ToolRunner:
         self._tool_start = tool_start
         self._tool_end = tool_end
         self._subagent_hooks = subagent_hooks
+        self._hooked = bool(tool_start or tool_end)
         self._threads = anyio.CapacityLimiter(settings.max_tool_threads)
 
     async def invoke(
@@ -178,6 +180,25 @@ class ToolRunner:
                 f"into text{detail}.",
                 True,
             )
+
+    def at_once(self, item: Ready | Rejected) -> ToolResultPart | None:
+        """``item``'s result if `one` would await nothing for it, else ``None``.
+
+        That is a rejected call, or a call to an inline tool that no ``tool_call``
+        middleware wraps, with no tool hooks; the caller checks that nothing streams.
+        """
+        if type(item) is Rejected:
+            return item.result
+        call, tool = item.call, item.tool
+        if (
+            self._hooked
+            or not tool.inline
+            or call.name in self._handlers
+            or type(tool.function) is Delegate
+        ):
+            return None
+        result = self.call_inline(tool, item.args)
+        return _part(call.id, call.name, result.content, result.is_error)
 
     async def one(self, run: RunInfo, item: Ready | Rejected) -> tuple[ToolResultPart, Halting]:
         """Run one call through its ``tool_call`` onion; its result and what halts, if any."""
