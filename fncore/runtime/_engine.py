@@ -416,7 +416,7 @@ class Engine:
             state = started
         tools_run = self._tools_run
         output = self.output
-        direct, instructions = self._direct, self._instructions
+        direct, instructions, model = self._direct, self._instructions, self.model
         failures = 0
         while True:
             round_no = state.round
@@ -434,16 +434,19 @@ class Engine:
                     return compacted  # type: ignore[return-value]
                 state, prompt = compacted
             history = state.history
-            if direct and emit is None:  # no middleware around the round: its request is sent
-                reasoned = await self._ask(
-                    self._request(
-                        history,
-                        self.offered,
-                        tool_choice,
-                        model_settings,
-                        instructions if prompt is None else prompt,
-                    )
+            if direct and emit is None:  # no middleware around the round: the loop asks
+                request = self._request(
+                    history,
+                    self.offered,
+                    tool_choice,
+                    model_settings,
+                    instructions if prompt is None else prompt,
                 )
+                try:
+                    answer: Any = await model.request(request)
+                except Exception as exc:
+                    answer = Failure(raised_by(model, exc))
+                reasoned = answered(model, answer)
             else:
                 reasoned = await self._reasoning(
                     run,
@@ -469,8 +472,8 @@ class Engine:
                         position=REASONING if self._reasoned else MODEL_CALL,
                     )
                 )
-            request = response._sent  # what was sent, when middleware could change it
-            choice = tool_choice if request is None else request.tool_choice
+            sent_as = response._sent  # what was sent, when middleware could change it
+            choice = tool_choice if sent_as is None else sent_as.tool_choice
             settled = (
                 None if output is None else on_output(state, response, output, failures, settings)
             )
