@@ -500,7 +500,7 @@ async def test_a_commit_that_returns_another_awaitable_is_awaited() -> None:
 class NotAwaitableStore(SyncStore):
     """A user's store whose ``commit`` returns what cannot be awaited."""
 
-    def commit(self, update: SessionUpdate) -> Session | None:  # type: ignore[override]
+    def commit(self, update: SessionUpdate) -> Session | None:
         """A plain value, not an awaitable."""
         return update.apply(None)
 
