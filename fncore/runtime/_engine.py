@@ -460,7 +460,7 @@ class Engine:
                 )
             if type(reasoned) is Failure:
                 return halted(reasoned.failure(), state, tool_choice)
-            response: ModelResponse = reasoned.unwrap()
+            response: ModelResponse = reasoned._inner_value  # type: ignore[assignment]
             message: object = response.message
             if type(message) is not Message:
                 return Failure(

@@ -170,7 +170,7 @@ class Runner:
         run = _run_info(
             f"{_RUN_PREFIX}-{next(_run_ids)}",
             meta,
-            State(parent=shared),
+            State() if shared is None else State(parent=shared),  # no keyword: 1,000 instructions
             emit,
             session_id,
             kept,
