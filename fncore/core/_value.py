@@ -20,6 +20,11 @@ takes 4,200 instructions to build against 8,900 with the field-by-field ``__set_
 before (``cls.__new__(cls)`` alone still gives a bare instance). `success` builds returns'
 ``Success`` the same way.
 
+`maker` gives the same constructor with the class bound, for the hot sites of the agent
+loop: calling it skips ``type.__call__`` (the lookup of ``__new__``, a new argument tuple
+with the class in front, ``object.__init__``), a ``ModelRequest`` 2,700 instructions
+against 3,650.
+
 `spread` generates code the same way, for a position's handler: the functions that pack a
 position's context from its fields and unpack it again for the innermost end, with the
 fields spelled out. Against a generic ``*args`` / ``attrgetter`` pair they save about 80 ns
