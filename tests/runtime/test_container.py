@@ -14,6 +14,7 @@ from fncore import (
     Agent,
     ConfigError,
     Container,
+    Message,
     ModelCallContext,
     ModelCallNext,
     ModelResponse,
@@ -88,7 +89,7 @@ async def test_decorated_middleware_stays_directly_callable() -> None:
     mine = Foo.__new__(Foo)
 
     async def inner(ctx: Any) -> Outcome[ModelResponse]:
-        return Success(ModelResponse.__new__(ModelResponse))
+        return Success(ModelResponse(Message.assistant("")))
 
     out = await uses_foo(object(), inner, foo=mine)
     assert isinstance(out, Success)
