@@ -36,6 +36,7 @@ from fncore.core._result import RunResult, StopReason
 from fncore.core._tool_choice import ToolChoice
 from fncore.core._tools import Tool
 from fncore.core._usage import NO_USAGE, Usage
+from fncore.core._value import maker
 
 _AtLeastOne = Annotated[int, Field(ge=1)]
 
@@ -143,6 +144,8 @@ class NextRound:
 
 NEXT_ROUND = NextRound()
 
+_message = maker(Message)
+_result = maker(RunResult)
 
 Decision: TypeAlias = Finish | Fail | RunTools | NextRound
 """What the shell does next."""
@@ -194,7 +197,10 @@ def on_response(
     """Decide what follows a model response: finish with its text, or run its tool calls."""
     message = response.message
     usage = state.usage if response.usage is NO_USAGE else state.usage + response.usage
-    calls = [p for p in message.parts if type(p) is ToolCallPart]
+    calls = []  # a loop, not a comprehension: no frame of its own (Python 3.11)
+    for part in message.parts:
+        if type(part) is ToolCallPart:
+            calls.append(part)
     if calls and not (
         calls[0].id if len(calls) == 1 else all(c.id for c in calls) and _distinct(calls)
     ):
@@ -207,7 +213,7 @@ def on_response(
     if not calls or not settings.enabled:
         done = LoopState(history, new, state.round, state.errors_in_a_row, usage)
         stop: StopReason = "awaiting_tools" if calls else "completed"
-        return done, Finish(RunResult(message.text, new, usage, state.round, stop))
+        return done, Finish(_result(message.text, new, usage, state.round, stop))
     plan: list[Ready | Rejected] = []
     for call in calls:
         tool = tools.get(call.name)
@@ -253,7 +259,7 @@ def on_tool_results(
 
     The round's response (the last of ``state.new``) and its results join the history.
     """
-    message = Message("tool", results)
+    message = _message("tool", results)
     history = state.history + (state.new[-1], message)  # noqa: RUF005 - twice as fast
     new = (*state.new, message)
     failed = False
@@ -265,7 +271,7 @@ def on_tool_results(
     after = LoopState(history, new, state.round, errors, state.usage)
     if tool_choice != "auto" and tool_choice != "none":
         output = "\n".join(r.content for r in results)
-        return after, Finish(RunResult(output, new, state.usage, state.round, "tool_required"))
+        return after, Finish(_result(output, new, state.usage, state.round, "tool_required"))
     if errors >= settings.max_consecutive_errors_per_request:
         return after, Fail(
             TooManyToolErrors(

@@ -10,7 +10,7 @@ from typing import final
 from fncore.core._errors import InvalidHistory
 from fncore.core._messages import Message, ToolCallPart
 from fncore.core._pairing import open_calls
-from fncore.core._value import value
+from fncore.core._value import maker, value
 
 __all__ = ["Session", "SessionUpdate"]
 
@@ -62,6 +62,9 @@ def remember_pending(session: Session, pending: tuple[ToolCallPart, ...]) -> Non
         object.__setattr__(session, "_pending", pending)
 
 
+_session = maker(Session)
+
+
 @final
 @value
 @dataclass(frozen=True, slots=True)
@@ -98,7 +101,7 @@ class SessionUpdate:
         if found != self.version:
             return None
         kept = current.messages[: self.keep] if current is not None else ()
-        return Session(
+        return _session(
             self.session_id,
             kept + self.append if kept else self.append,
             self.state,

@@ -9,6 +9,9 @@ from fncore.core._messages import Message, ToolCallPart
 from fncore.core._pairing import open_calls, unanswered
 from fncore.core._result import RunResult
 from fncore.core._session import Session, SessionUpdate, pending_calls
+from fncore.core._value import maker
+
+_update = maker(SessionUpdate)
 
 
 def session_update(
@@ -48,7 +51,7 @@ def session_update(
         return _not_saved(found)
     if found and done.stop_reason != "awaiting_tools":
         return _not_saved(unanswered(found))  # type: ignore[arg-type]
-    return SessionUpdate(session.id, session.version, keep, append, state), found  # type: ignore[return-value]
+    return _update(session.id, session.version, keep, append, state), found  # type: ignore[return-value]
 
 
 def _not_saved(error: InvalidHistory) -> InvalidHistory:

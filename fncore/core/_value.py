@@ -20,6 +20,11 @@ takes 4,200 instructions to build against 8,900 with the field-by-field ``__set_
 before (``cls.__new__(cls)`` alone still gives a bare instance). `success` builds returns'
 ``Success`` the same way.
 
+`maker` gives the same constructor with the class bound, for the hot sites of the agent
+loop: calling it skips ``type.__call__`` (the lookup of ``__new__``, a new argument tuple
+with the class in front, ``object.__init__``), a ``ModelRequest`` 2,700 instructions
+against 3,650.
+
 `spread` generates code the same way, for a position's handler: the functions that pack a
 position's context from its fields and unpack it again for the innermost end, with the
 fields spelled out. Against a generic ``*args`` / ``attrgetter`` pair they save about 80 ns
@@ -70,6 +75,9 @@ def _incomplete(cls: type, given: dict[str, object], defaults: dict[str, object]
     msg = f"{cls.__qualname__}() missing required argument(s): {missing}"
     raise TypeError(msg)
 
+
+_MAKERS: dict[type, Callable[..., Any]] = {}
+"""Each value class's constructor function, for `maker`."""
 
 _RESTORERS: dict[type, tuple[type, tuple[str, ...]]] = {}
 """Each value class's builder subclass and field names, for `_restore`."""
@@ -157,8 +165,14 @@ def value(cls: type[_T]) -> type[_T]:
     if hasattr(cls, "__post_init__"):
         lines.append("    self.__post_init__()")
     lines.append("    return self")
-    exec("\n".join(lines) + "\n", namespace)
+    source = "\n".join(lines) + "\n"
+    # The same function with ``cls`` bound, for `maker`: called without type.__call__.
+    make = source.replace(f"def __new__({signature}):", f"def make({signature[5:]}):", 1)
+    namespace["cls"] = cls
+    exec(source + make, namespace)
     new = namespace["__new__"]
+    namespace["make"].__qualname__ = f"{cls.__qualname__}.make"
+    _MAKERS[cls] = namespace["make"]
     new.__qualname__ = f"{cls.__qualname__}.__new__"
     new.__doc__ = cls.__init__.__doc__
     init = inspect.signature(cls.__init__)
@@ -172,6 +186,17 @@ def value(cls: type[_T]) -> type[_T]:
     _RESTORERS[cls] = (builder, fields)
     setattr(cls, "__reduce__", _reducer(fields))  # noqa: B010
     return cls
+
+
+def maker(cls: type[_T]) -> type[_T]:
+    """The function `value` made to build ``cls``, to call where ``cls(...)`` is hot.
+
+    It takes the same arguments and returns the same instance as ``cls(...)``, without
+    ``type.__call__`` looking up ``__new__``, prepending the class to the arguments and
+    calling ``object.__init__``: about 1,000 instructions less per instance. It is typed as
+    the class, so mypy checks its calls as it checks the class's; it is only ever called.
+    """
+    return _MAKERS[cls]  # type: ignore[return-value]
 
 
 _SuccessBuilder = _builder_of(Success)

@@ -289,11 +289,12 @@ class Agent(Generic[OutputT]):
             which propagates unchanged). A ``CancelledError`` means the turn was not
             committed.
         """
-        return self._output_of(
-            await self._runner.start(
-                prompt, metadata, session_id, tool_choice, model_settings, None
-            )
+        runner = self._runner
+        outcome = await runner.start(
+            prompt, metadata, session_id, tool_choice, model_settings, None
         )
+        output = runner.stack.output
+        return outcome if output is None else typed(output, outcome)  # type: ignore[return-value]
 
     def _output_of(self, outcome: RunOutcome) -> RunOutcome[OutputT]:
         """``outcome`` with its output parsed into the agent's output type, if it has one."""

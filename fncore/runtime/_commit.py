@@ -9,7 +9,8 @@ committed".
 from __future__ import annotations
 
 import asyncio
-from typing import final
+from types import CoroutineType
+from typing import Any, final
 
 from fncore.core import (
     AgentError,
@@ -20,7 +21,6 @@ from fncore.core import (
     Session,
     SessionConflict,
     SessionError,
-    SessionUpdate,
 )
 from fncore.core._fold import short_repr
 from fncore.core._session import remember_pending
@@ -91,7 +91,15 @@ class SessionIO:
         store = self.store
         if not self.commits:
             return _no_commit(store, session.id, "the session is unchanged")
-        saved, raised, cancels = await finish(_committed(store, update))
+        raised: Exception | None
+        try:
+            pending: Any = store.commit(update)
+        except Exception as exc:  # raised at once, not awaited: as if raised by the commit
+            saved, raised, cancels = None, exc, 0
+        else:
+            if type(pending) is not CoroutineType:  # another awaitable, or none: awaited here
+                pending = _awaited(pending)
+            saved, raised, cancels = await finish(pending)
         error = _commit_error(store, session, saved, raised)
         if error is None:
             if len(saved.messages) == update.keep + len(update.append):  # type: ignore[union-attr]
@@ -115,12 +123,13 @@ def _no_commit(store: object, session_id: str, outcome: str) -> SessionError:
     )
 
 
-async def _committed(store: SessionStore, update: SessionUpdate) -> Session | None:
-    """``store.commit(update)``; a store that raises at once, or returns no awaitable, raises here.
+async def _awaited(pending: Any) -> Session | None:
+    """``await pending``: what a store's ``commit`` returned that is not a coroutine.
 
-    So `finish` gets what went wrong as the commit's exception, not as one that escapes.
+    So `finish` gets what went wrong (no awaitable at all, say) as the commit's exception.
     """
-    return await store.commit(update)
+    saved: Session | None = await pending
+    return saved
 
 
 def _commit_error(

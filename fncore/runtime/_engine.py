@@ -6,10 +6,8 @@ the tools, the hooks), applies timeouts and concurrency, and streams events.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
@@ -35,7 +33,6 @@ from fncore.core import (
     RunInfo,
     RunResult,
     Session,
-    SessionError,
     State,
     SystemPromptContext,
     Tool,
@@ -45,7 +42,7 @@ from fncore.core import (
     ToolResultPart,
     ToolSpec,
 )
-from fncore.core._fold import chain_steps, short_repr
+from fncore.core._fold import chain_steps
 from fncore.core._loop import (
     Fail,
     Finish,
@@ -73,61 +70,17 @@ from fncore.core._position_names import (
 from fncore.core._positions import POSITIONS
 from fncore.core._session import pending_calls
 from fncore.core._usage import NO_USAGE
-from fncore.core._value import success
+from fncore.core._value import maker, success
 from fncore.runtime._call_usage import spend, with_calls
 from fncore.runtime._halts import halted, round_halted
 from fncore.runtime._handlers import End, NamedLayer, NamedStep, Ran, handler, record
 from fncore.runtime._hooks import Hooks, notify
-from fncore.runtime._model_call import ask, checked, raised_by, sent
+from fncore.runtime._model_call import answered, ask, raised_by, sent
+from fncore.runtime._session_state import session_state
 from fncore.runtime._subagent import Delegate, children_usage
 from fncore.runtime._tool_run import Halting, ToolRunner
 
-
-def session_state(session: Session | None, store: object = None) -> State | SessionError:
-    """A fresh `State` holding a deep copy of ``session``'s state (empty without one).
-
-    Args:
-        session: The session the run continues, if any.
-        store: The session store ``session`` came from; ``None`` when a run middleware gave it.
-
-    Returns:
-        The state, or a `SessionError` if it is not a mapping or a value cannot be copied.
-    """
-    if session is None:
-        return State()
-    stored: object = session.state
-    if type(stored) is not MappingProxyType and not isinstance(stored, Mapping):
-        return SessionError(
-            message=(
-                f"{_source(store)} returned session {session.id!r} with a state that is "
-                f"{short_repr(stored)} ({type(stored).__name__}); a session's state must be a "
-                "mapping of names to values; nothing ran"
-            ),
-            session_id=session.id,
-        )
-    if not stored:
-        return State()
-    memo: dict[int, Any] = {}  # one memo: values shared between keys stay shared
-    copied: dict[str, object] = {}
-    for key, value in stored.items():
-        try:
-            copied[key] = copy.deepcopy(value, memo)
-        except Exception as exc:
-            return SessionError(
-                message=(
-                    f"session {session.id!r} (from {_source(store)}) holds state {key!r} that "
-                    f"cannot be copied into the run ({type(exc).__name__}: {exc}); keep values "
-                    "that copy.deepcopy can copy (plain data, dataclasses) in session state; "
-                    "nothing ran"
-                ),
-                session_id=session.id,
-            )
-    return State(copied)
-
-
-def _source(store: object) -> str:
-    """Where a session came from, for an error's message."""
-    return "a run middleware" if store is None else f"session store {type(store).__name__}"
+_request = maker(ModelRequest)
 
 
 async def _keep_history(
@@ -147,6 +100,7 @@ class Engine:
 
     __slots__ = (
         "_compress",
+        "_direct",
         "_instructions",
         "_looped",
         "_model_call",
@@ -164,6 +118,7 @@ class Engine:
         "output",
         "settings",
         "tools",
+        "wrapped",
     )
 
     def __init__(
@@ -237,6 +192,10 @@ class Engine:
         """Whether ``model_call`` middleware stand between a round and the model."""
         self._reasoned = bool(layers.get(REASONING))
         """Whether ``reasoning`` middleware wrap the round (they may change what is sent)."""
+        self.wrapped = bool(layers.get(RUN))
+        """Whether ``run`` middleware wrap the loop (it then records what it ran with)."""
+        self._direct = not (self._reasoned or self._model_layered or self._system_prompt)
+        """Whether the loop builds and sends each round's request itself (nothing wraps it)."""
 
     def run(
         self,
@@ -308,39 +267,46 @@ class Engine:
                 if not isinstance(assembled, str):
                     return assembled
                 prompt = assembled
+        request = self._request(messages, tools, tool_choice, settings, prompt)
+        if self._model_layered:
+            out = await self._model_call(run, request, self.model, request)
+        elif run.emit is not None:
+            out = await ask(self.model, request, run.emit)
+        else:  # no model_call middleware: the model is awaited here (a frame less per round)
+            out = await self._ask(request)
+        if self._reasoned:  # the loop follows what was sent, which middleware may change
+            return sent(out, request)
+        return out
+
+    def _request(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[Tool, ...],
+        tool_choice: ToolChoice,
+        settings: ModelSettings,
+        prompt: str,
+    ) -> ModelRequest:
+        """The round's request: ``messages`` with ``prompt``, ``tools`` and the output's schema."""
         offered, specs = self._specs
         if tools is not offered:
             specs = tuple(t.spec for t in tools)
         output = self.output
         if output is None:
-            request = ModelRequest(messages, prompt, specs, tool_choice, settings)
-        elif output.strategy == "native":
-            request = ModelRequest(
+            return _request(messages, prompt, specs, tool_choice, settings)
+        if output.strategy == "native":
+            return _request(
                 messages, prompt, specs, tool_choice, settings, output_schema=output.schema
             )
-        else:
-            request = ModelRequest(messages, prompt, (*specs, output.tool), tool_choice, settings)
-        if self._model_layered:
-            out = await self._model_call(run, request, self.model, request)
-        elif run.emit is not None:
-            out = await ask(self.model, request, run.emit)
-        else:
-            # No model_call middleware: the model is awaited here, not through the
-            # position's end (a frame less per round). bench/overhead.py: base_us 12.4-12.5
-            # this way, 13.1-13.4 through `_call_model` (base_ratio 5.8-5.9 against 6.3).
-            model = self.model
-            try:
-                answer: Any = await model.request(request)
-            except Exception as exc:
-                return Failure(raised_by(model, exc))
-            out = answer
-            response = answer.unwrap() if type(answer) is Success else None
-            message: object = response.message if type(response) is ModelResponse else None
-            if type(message) is not Message or message.role != "assistant":
-                out = checked(model, answer)
-        if self._reasoned:  # the loop follows what was sent, which middleware may change
-            return sent(out, request)
-        return out
+        return _request(messages, prompt, (*specs, output.tool), tool_choice, settings)
+
+    async def _ask(self, request: ModelRequest) -> Outcome[ModelResponse]:
+        """The model's answer to ``request``, not streamed, held to its contract."""
+        model = self.model
+        try:
+            answer: Any = await model.request(request)
+        except Exception as exc:
+            return Failure(raised_by(model, exc))
+        return answered(model, answer)
 
     async def _prompt(
         self, run: RunInfo, round_no: int, messages: tuple[Message, ...]
@@ -450,6 +416,7 @@ class Engine:
             state = started
         tools_run = self._tools_run
         output = self.output
+        direct, instructions, model = self._direct, self._instructions, self.model
         failures = 0
         while True:
             round_no = state.round
@@ -467,12 +434,33 @@ class Engine:
                     return compacted  # type: ignore[return-value]
                 state, prompt = compacted
             history = state.history
-            reasoned = await self._reasoning(
-                run, round_no, history, self.offered, tool_choice, model_settings, history, prompt
-            )
+            if direct and emit is None:  # no middleware around the round: the loop asks
+                request = self._request(
+                    history,
+                    self.offered,
+                    tool_choice,
+                    model_settings,
+                    instructions if prompt is None else prompt,
+                )
+                try:
+                    answer: Any = await model.request(request)
+                except Exception as exc:
+                    answer = Failure(raised_by(model, exc))
+                reasoned = answered(model, answer)
+            else:
+                reasoned = await self._reasoning(
+                    run,
+                    round_no,
+                    history,
+                    self.offered,
+                    tool_choice,
+                    model_settings,
+                    history,
+                    prompt,
+                )
             if type(reasoned) is Failure:
                 return halted(reasoned.failure(), state, tool_choice)
-            response: ModelResponse = reasoned.unwrap()
+            response: ModelResponse = reasoned._inner_value  # type: ignore[assignment]
             message: object = response.message
             if type(message) is not Message:
                 return Failure(
@@ -484,8 +472,8 @@ class Engine:
                         position=REASONING if self._reasoned else MODEL_CALL,
                     )
                 )
-            request = response._sent  # what was sent, when middleware could change it
-            choice = tool_choice if request is None else request.tool_choice
+            sent_as = response._sent  # what was sent, when middleware could change it
+            choice = tool_choice if sent_as is None else sent_as.tool_choice
             settled = (
                 None if output is None else on_output(state, response, output, failures, settings)
             )
@@ -510,10 +498,12 @@ class Engine:
                 continue
             calls = decision.calls
             if len(calls) == 1:
-                part, halt = await tools_run.one(run, calls[0])
+                part = tools_run.at_once(calls[0]) if emit is None else None
+                if part is None:  # hooks, middleware or an await: through the onion
+                    part, halt = await tools_run.one(run, calls[0])
+                    if halt is not None:
+                        return round_halted(state, (part,), (halt,), choice)
                 results: tuple[ToolResultPart, ...] = (part,)
-                if halt is not None:
-                    return round_halted(state, results, (halt,), choice)
             else:
                 results, halts = await tools_run.many(run, calls)
                 if any(h is not None for h in halts):

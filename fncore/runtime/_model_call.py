@@ -80,6 +80,15 @@ def checked(model: Model, out: Any) -> Outcome[ModelResponse]:
     return Failure(_returned(model, out))
 
 
+def answered(model: Model, out: Any) -> Outcome[ModelResponse]:
+    """`checked`, with the usual answer (a response with an assistant message) seen first."""
+    response = out._inner_value if type(out) is Success else None
+    message: object = response.message if type(response) is ModelResponse else None
+    if type(message) is Message and message.role == "assistant":
+        return out  # type: ignore[no-any-return]
+    return checked(model, out)
+
+
 async def ask(model: Model, request: ModelRequest, emit: Emit | None) -> Outcome[ModelResponse]:
     """Send ``request`` to ``model`` (streaming when ``emit`` is set) and check the answer."""
     if emit is not None:

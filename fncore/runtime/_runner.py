@@ -41,33 +41,38 @@ from fncore.core import (
     SessionConflict,
     State,
     Terminate,
+    TextPart,
     ToolChoice,
 )
 from fncore.core._fold import short_repr
 from fncore.core._loop import terminated_after
 from fncore.core._resume import ResumedRun
 from fncore.core._usage import NO_USAGE
+from fncore.core._value import maker
 from fncore.runtime._agent_stack import AgentStack
 from fncore.runtime._call_usage import with_later_calls
 from fncore.runtime._checkpoints import new_checkpoint, no_checkpoints, save_paused, settle
 from fncore.runtime._claims import ClaimedCheckpoint, claim
 from fncore.runtime._commit import SessionIO
-from fncore.runtime._engine import session_state
 from fncore.runtime._finish import absorb
 from fncore.runtime._handlers import take_record
 from fncore.runtime._hooks import notify
 from fncore.runtime._scope import _CURRENT
+from fncore.runtime._session_state import session_state
 from fncore.session_stores._protocols import CheckpointStore
 
 _EMPTY: Mapping[str, object] = MappingProxyType({})
 _RUN_PREFIX = os.urandom(4).hex()
 _run_ids = itertools.count(1)
+_message = maker(Message)
+_text = maker(TextPart)
+_run_info = maker(RunInfo)
 
 
 def as_messages(prompt: object) -> tuple[Message, ...] | InvalidPrompt:
     """The run's input messages, or why ``prompt`` is not a `Prompt`."""
     if isinstance(prompt, str):
-        return (Message.user(prompt),)
+        return (_message("user", (_text(prompt),)),)
     if isinstance(prompt, Message):
         return (prompt,)
     if isinstance(prompt, Sequence) and not isinstance(prompt, bytes | bytearray):
@@ -162,10 +167,10 @@ class Runner:
                 return Failure(copied)
             kept = copied
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
-        run = RunInfo(
+        run = _run_info(
             f"{_RUN_PREFIX}-{next(_run_ids)}",
             meta,
-            State(parent=shared),
+            State() if shared is None else State(parent=shared),  # no keyword: 1,000 instructions
             emit,
             session_id,
             kept,
@@ -179,7 +184,10 @@ class Runner:
             if engine.hooks.run_start:
                 await self._run_start(run, session, new_input)
             outcome = await engine.run(run, new_input, session, choice, settings)
-            result, session, new_input, run = self._settled(run, outcome, session, new_input)
+            if type(outcome) is Success and not engine.wrapped and not run.state._values:
+                result: RunOutcome = outcome  # nothing to settle: no run middleware, no usage
+            else:  # of middleware's own model calls to add
+                result, session, new_input, run = self._settled(run, outcome, session, new_input)
             if type(result) is Success:
                 done: RunResult = result.unwrap()
                 if done.stop_reason == "paused":

@@ -40,6 +40,7 @@ from fncore.core import (
 )
 from fncore.core._loop import LoopSettings, Ready, Rejected
 from fncore.core._position_names import TOOL_CALL
+from fncore.core._value import maker
 from fncore.runtime._handlers import End
 from fncore.runtime._hooks import HookEntry, notify
 from fncore.runtime._subagent import Delegate
@@ -49,6 +50,9 @@ Halting = Terminate | Pause | AgentError | None
 
 WAITING = "Not run: waiting for a human's decision."
 """The stand-in result of a paused call, used only if the round ends for another reason."""
+
+_part = maker(ToolResultPart)
+_tool_result = maker(ToolResult)
 
 
 def _cancelled(name: str) -> ToolResult:
@@ -69,6 +73,7 @@ class ToolRunner:
 
     __slots__ = (
         "_handlers",
+        "_hooked",
         "_settings",
         "_subagent_hooks",
         "_threads",
@@ -89,6 +94,7 @@ class ToolRunner:
         self._tool_start = tool_start
         self._tool_end = tool_end
         self._subagent_hooks = subagent_hooks
+        self._hooked = bool(tool_start or tool_end)
         self._threads = anyio.CapacityLimiter(settings.max_tool_threads)
 
     async def invoke(
@@ -164,7 +170,7 @@ class ToolRunner:
         if type(value) is ToolResult:  # a tool that says itself whether it failed (MCP's)
             return value
         try:
-            return ToolResult(to_content(value))
+            return _tool_result(to_content(value))
         except Exception as exc:
             detail = (
                 f": {type(exc).__name__}: {exc}" if self._settings.include_detailed_errors else ""
@@ -174,6 +180,25 @@ class ToolRunner:
                 f"into text{detail}.",
                 True,
             )
+
+    def at_once(self, item: Ready | Rejected) -> ToolResultPart | None:
+        """``item``'s result if `one` would await nothing for it, else ``None``.
+
+        That is a rejected call, or a call to an inline tool that no ``tool_call``
+        middleware wraps, with no tool hooks; the caller checks that nothing streams.
+        """
+        if type(item) is Rejected:
+            return item.result
+        call, tool = item.call, item.tool
+        if (
+            self._hooked
+            or not tool.inline
+            or call.name in self._handlers
+            or type(tool.function) is Delegate
+        ):
+            return None
+        result = self.call_inline(tool, item.args)
+        return _part(call.id, call.name, result.content, result.is_error)
 
     async def one(self, run: RunInfo, item: Ready | Rejected) -> tuple[ToolResultPart, Halting]:
         """Run one call through its ``tool_call`` onion; its result and what halts, if any."""
@@ -193,7 +218,7 @@ class ToolRunner:
                     else await self.invoke(tool, item.args, run, call)
                 )
                 if type(result) is ToolResult:
-                    part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+                    part = _part(call.id, call.name, result.content, result.is_error)
                 elif type(result) is Pause:
                     return ToolResultPart(call.id, call.name, WAITING, True), result
                 else:
@@ -204,7 +229,7 @@ class ToolRunner:
                 if type(out) is Success:
                     result = out.unwrap()
                     if type(result.content) is str:
-                        part = ToolResultPart(call.id, call.name, result.content, result.is_error)
+                        part = _part(call.id, call.name, result.content, result.is_error)
                     else:
                         halt = MiddlewareError(
                             message=(

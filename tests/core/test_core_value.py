@@ -15,7 +15,7 @@ from returns.result import Success
 
 from fncore import Message, ModelResponse
 from fncore.core import ModelRequest, RunInfo, State, TextPart
-from fncore.core._value import success, value
+from fncore.core._value import maker, success, value
 
 
 @final
@@ -137,3 +137,18 @@ def test_success_is_a_plain_success() -> None:
     with pytest.raises(ImmutableStateError):
         made._inner_value = 4
     assert pickle.loads(pickle.dumps(made)) == made
+
+
+def test_a_maker_builds_what_the_class_builds() -> None:
+    """`maker(cls)` takes the class's arguments and gives an equal instance of the class."""
+    make = maker(Sample)
+    made = make("b", [1], 5, tag="t")
+    assert type(made) is Sample
+    assert made == Sample("b", [1], 5, tag="t")
+    assert (made.doubled, made.seen) == (10, ())  # __post_init__ and init=False fields
+    assert make("a").items is not make("a").items
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.size = 1  # type: ignore[misc]
+    with pytest.raises(TypeError, match="'name'"):
+        make()  # type: ignore[call-arg]
+    assert maker(Message)("user", (TextPart("hi"),)) == Message.user("hi")

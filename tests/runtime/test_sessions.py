@@ -472,6 +472,47 @@ async def test_a_commit_that_raises_before_awaiting_is_a_session_error() -> None
     assert "could not commit session 's': PermissionError: read-only replica" in error.message
 
 
+class FutureStore:
+    """A user's store whose ``commit`` returns an awaitable that is not a coroutine."""
+
+    def __init__(self) -> None:
+        self.inner = InMemorySessionStore()
+
+    async def load(self, session_id: str) -> Session | None:
+        """What the inner store holds."""
+        return await self.inner.load(session_id)
+
+    def commit(self, update: SessionUpdate) -> asyncio.Future[Session | None]:
+        """The inner store's commit, as a task."""
+        return asyncio.ensure_future(self.inner.commit(update))
+
+
+async def test_a_commit_that_returns_another_awaitable_is_awaited() -> None:
+    """commit() may return any awaitable, not only a coroutine; the turn is committed."""
+    store = FutureStore()
+    agent = Agent(TestModel(), registry=Registry(), sessions=store)  # type: ignore[arg-type]
+    assert run_ok(await agent.run("hi", session_id="s")).output == "hi"
+    saved = await store.inner.load("s")
+    assert saved is not None
+    assert [m.text for m in saved.messages] == ["hi", "hi"]
+
+
+class NotAwaitableStore(SyncStore):
+    """A user's store whose ``commit`` returns what cannot be awaited."""
+
+    def commit(self, update: SessionUpdate) -> Session | None:
+        """A plain value, not an awaitable."""
+        return update.apply(None)
+
+
+async def test_a_commit_that_returns_no_awaitable_is_a_session_error() -> None:
+    """commit() returning something that cannot be awaited is a SessionError naming it."""
+    agent = Agent(TestModel(), registry=Registry(), sessions=NotAwaitableStore())  # type: ignore[arg-type]
+    error = (await agent.run("hi", session_id="s")).failure()
+    assert type(error) is SessionError
+    assert "could not commit session 's': TypeError" in error.message
+
+
 async def test_a_store_is_not_touched_without_a_session_id() -> None:
     """Runs without a session id never call the store."""
     agent = Agent(TestModel(), registry=Registry(), sessions=OddStore("load raises"))
