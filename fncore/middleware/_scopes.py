@@ -77,7 +77,7 @@ def register_last_round(
     registry: Registry,
     builtin: str,
     name: str,
-    verdict: Callable[[ReasoningContext], Awaitable[Verdict]],
+    verdict: Callable[[ReasoningContext], Verdict | Awaitable[Verdict]],
     hint: str,
     message: str,
     turn: Turn | None = None,
@@ -88,11 +88,14 @@ def register_last_round(
     does not keep it), no tools and ``tool_choice="none"``. A round after it, or one whose
     verdict is ``stop``, ends the run with ``message`` (`Terminate`) without a model call.
     With ``turn``, each round, its verdict included, runs inside ``turn(ctx.run)``.
+    ``verdict`` may answer at once (a limit counted in the run's state needs no await).
     """
     wrapped = StateKey(f"{name}.last_round", default=bool)
 
     async def decide(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
-        said = await verdict(ctx)
+        said = verdict(ctx)
+        if not isinstance(said, str):
+            said = await said
         if said != "go":
             state = ctx.run.state
             if said == "stop" or state.get(wrapped):

@@ -188,6 +188,13 @@ class _Books:
             state.set(budget.key, state.get(budget.key) + budget.amount(tokens, cost))
 
 
+def _verdict(over: tuple[_Budget, float] | None, ctx: ReasoningContext) -> Verdict:
+    if over is None:
+        return "go"
+    # spent before the reply started: it has nothing to wrap up
+    return "stop" if ctx.round == 1 else "last"
+
+
 def _state(budget: _Budget, run: RunInfo) -> State:
     return run.state if budget.scope == "reply" else run.session_state
 
@@ -293,12 +300,11 @@ class _Spender:
 
     async def verdict(self, ctx: ReasoningContext) -> Verdict:
         """Before a round (``exit="end"``): go on, make it the last, or stop."""
-        books = self.books
-        over = books.over_here(ctx.run) if books.stored is None else await books.over(ctx.run)
-        if over is None:
-            return "go"
-        # spent before the reply started: it has nothing to wrap up
-        return "stop" if ctx.round == 1 else "last"
+        return _verdict(await self.books.over(ctx.run), ctx)
+
+    def verdict_here(self, ctx: ReasoningContext) -> Verdict:
+        """`verdict`, for budgets all counted in the run's state: no await."""
+        return _verdict(self.books.over_here(ctx.run), ctx)
 
     async def spend_budget(
         self, ctx: ModelCallContext, call_next: ModelCallNext
@@ -320,7 +326,8 @@ class _Spender:
                 )
             )
         if self.refuse:
-            over = await self.books.over(run)
+            books = self.books
+            over = books.over_here(run) if books.stored is None else await books.over(run)
             if over is not None:
                 return Failure(_exceeded(*over, self.name))
         outcome = await call_next(ctx)
@@ -434,7 +441,8 @@ def budget(
     spender = _Spender(books, (input_weight, output_weight), prices or {}, exit == "error", name)
     where = place("budget")
     if exit == "end":
-        register_last_round(registry, "budget", name, spender.verdict, hint, message, turn)
+        verdict = spender.verdict if books.stored is not None else spender.verdict_here
+        register_last_round(registry, "budget", name, verdict, hint, message, turn)
     elif turn is not None:
         registry.on(REASONING, name=name, **where)(_Turns(turn).take_turns)
     registry.on(MODEL_CALL, name=name, **where)(spender.spend_budget)

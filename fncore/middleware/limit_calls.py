@@ -258,7 +258,19 @@ def limit_calls(
                     return "last"
             return "go"
 
-        register_last_round(registry, "limit_calls", name, verdict, hint, message, turn)
+        def verdict_here(ctx: ReasoningContext) -> Verdict:
+            run = ctx.run  # `verdict` with every counter in the run's state: no await
+            for c in model:
+                if c.allowed - c.state(run).get(c.key) <= 1:
+                    return "last"
+            for c in ending:
+                if c.state(run).get(c.key) >= c.allowed:
+                    return "last"
+            return "go"
+
+        stored = any(c.store is not None for c in (*model, *ending))
+        decide = verdict if stored else verdict_here
+        register_last_round(registry, "limit_calls", name, decide, hint, message, turn)
     if model:
         _register_model_calls(registry, model, exit, message, name)
     if tool:

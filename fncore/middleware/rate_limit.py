@@ -498,6 +498,7 @@ def rate_limit(
     tokens = tokens_per_minute
     counted = requests_per_minute is not None or tokens is not None
     history = Tally(_message_chars)
+    local = rates.windows if isinstance(rates, _Local) else None
 
     @registry.on(MODEL_CALL, name=name, **place("rate_limit"))
     async def rate_limited(
@@ -522,13 +523,21 @@ def rate_limit(
                     return Failure(_too_big(rates, model, reserved, tokens))
             if not counted:
                 return await call_next(ctx)
-            window = await rates.admit(model, reserved, deadline)
-            if isinstance(window, RateLimitExceeded):
-                return Failure(window)
+            # In memory, take without an await first; wait (`admit`) only on a refusal.
+            taken = local.take(model, reserved) if local is not None else None
+            if taken is None or isinstance(taken, Refusal):
+                admitted = await rates.admit(model, reserved, deadline)
+                if isinstance(admitted, RateLimitExceeded):
+                    return Failure(admitted)
+                taken = admitted
+            window = taken
             if tokens is None:
                 return await call_next(ctx)
             outcome = await call_next(ctx)
-            await rates.settle(model, reserved, window, outcome)
+            if local is not None:
+                local.settle(model, reserved, window, _used(outcome))
+            else:
+                await rates.settle(model, reserved, window, outcome)
             return outcome
         finally:
             if slot is not None:
