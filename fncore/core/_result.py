@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeAlias, final
 
 from returns.result import Result
 from typing_extensions import TypeVar
 
 from fncore.core._errors import AgentError
-from fncore.core._messages import Message
+from fncore.core._messages import Message, ToolCallPart
 from fncore.core._pause import Paused
 from fncore.core._usage import Usage
 from fncore.core._value import value
@@ -54,6 +54,12 @@ class RunResult(Generic[_OutputT]):
     paused: Paused | None = None
     """With ``stop_reason == "paused"``: the checkpoint to resume from and what it waits
     for; otherwise ``None``."""
+    _open: tuple[ToolCallPart, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """The calls `messages` leave unanswered, when the agent loop that made them vouched
+    for their pairing (`fncore.core._turn.vouch`); ``None``: not known, so a commit scans
+    them. Not an argument, so ``dataclasses.replace`` (a middleware's change) drops it."""
 
 
 RunOutcome: TypeAlias = Result[RunResult[_OutputT], AgentError]

@@ -25,7 +25,7 @@ from fncore.core import (
 from fncore.core._fold import short_repr
 from fncore.core._session import remember_pending
 from fncore.core._turn import session_update
-from fncore.runtime._finish import absorb, finish
+from fncore.runtime._finish import absorb, finish_waiting
 from fncore.session_stores._protocols import SessionStore
 
 
@@ -77,14 +77,27 @@ class SessionIO:
         return loaded
 
     async def commit(
-        self, session: Session, new_input: tuple[Message, ...], done: RunResult, run: RunInfo
+        self,
+        session: Session,
+        new_input: tuple[Message, ...],
+        done: RunResult,
+        run: RunInfo,
+        checked: bool = False,
     ) -> AgentError | None:
         """Commit the turn: the commit point of a run with a session.
+
+        Args:
+            session: The session the run loaded.
+            new_input: The run's input.
+            done: The run's result.
+            run: The run (its session state is committed).
+            checked: Whether the agent loop ran with ``session`` and ``new_input`` (see
+                `fncore.core._turn.session_update`).
 
         Returns:
             ``None`` once committed; otherwise the error (nothing was saved).
         """
-        planned = session_update(session, new_input, done, run.session_state.snapshot())
+        planned = session_update(session, new_input, done, run.session_state.snapshot(), checked)
         if type(planned) is InvalidHistory:
             return planned
         update, found = planned  # type: ignore[misc]
@@ -99,13 +112,21 @@ class SessionIO:
         else:
             if type(pending) is not CoroutineType:  # another awaitable, or none: awaited here
                 pending = _awaited(pending)
-            saved, raised, cancels = await finish(pending)
-        error = _commit_error(store, session, saved, raised)
-        if error is None:
-            if len(saved.messages) == update.keep + len(update.append):  # type: ignore[union-attr]
-                remember_pending(saved, found)  # type: ignore[arg-type]
-            absorb(cancels)
+            try:  # `finish`'s first step, here: a store that does not wait is done at once
+                waiting = pending.send(None)
+            except StopIteration as stop:
+                saved, raised, cancels = stop.value, None, 0
+            except Exception as exc:
+                saved, raised, cancels = None, exc, 0
+            else:
+                saved, raised, cancels = await finish_waiting(pending, waiting)
+        if raised is None and type(saved) is Session:  # committed
+            if len(saved.messages) == update.keep + len(update.append):
+                remember_pending(saved, found)
+            if cancels:
+                absorb(cancels)
             return None
+        error = _commit_error(store, session, saved, raised)
         if cancels:
             raise asyncio.CancelledError
         return error
@@ -126,7 +147,8 @@ def _no_commit(store: object, session_id: str, outcome: str) -> SessionError:
 async def _awaited(pending: Any) -> Session | None:
     """``await pending``: what a store's ``commit`` returned that is not a coroutine.
 
-    So `finish` gets what went wrong (no awaitable at all, say) as the commit's exception.
+    So the commit's first step gets what went wrong (no awaitable at all, say) as its
+    exception.
     """
     saved: Session | None = await pending
     return saved

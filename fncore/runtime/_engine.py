@@ -69,6 +69,7 @@ from fncore.core._position_names import (
 )
 from fncore.core._positions import POSITIONS
 from fncore.core._session import pending_calls
+from fncore.core._turn import vouch
 from fncore.core._usage import NO_USAGE
 from fncore.core._value import maker, success
 from fncore.runtime._call_usage import spend, with_calls
@@ -417,6 +418,8 @@ class Engine:
         tools_run = self._tools_run
         output = self.output
         direct, instructions, model = self._direct, self._instructions, self.model
+        # A fresh run's own messages, to be committed: their pairing is known when it ends.
+        vouching = resume is None and session is not None and output is None
         failures = 0
         while True:
             round_no = state.round
@@ -490,6 +493,8 @@ class Engine:
                 except EventMapFailed as failed:
                     return Failure(failed.error)
             if type(decision) is Finish:
+                if vouching:
+                    vouch(decision.result)
                 return success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
@@ -510,6 +515,8 @@ class Engine:
                     return round_halted(state, results, halts, choice)
             state, decision = on_tool_results(state, results, choice, settings)
             if type(decision) is Finish:
+                if vouching:
+                    vouch(decision.result)
                 return success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)

@@ -60,6 +60,17 @@ async def finish(coro: Coroutine[Any, Any, _T]) -> tuple[_T | None, Exception | 
         return done.value, None, 0
     except Exception as exc:
         return None, exc, 0
+    return await finish_waiting(coro, waiting)
+
+
+async def finish_waiting(
+    coro: Coroutine[Any, Any, _T], waiting: object
+) -> tuple[_T | None, Exception | None, int]:
+    """`finish` of ``coro`` once its first step (taken by the caller) gave ``waiting``.
+
+    For a caller on a hot path that takes the first step itself, so that a coroutine done
+    at once (an in-memory store's) costs no coroutine of `finish`.
+    """
     task = asyncio.ensure_future(_resume(coro, waiting))
     cancels = 0
     while not task.done():

@@ -193,7 +193,9 @@ class Runner:
                 if done.stop_reason == "paused":
                     result = await self._pause(run, session, new_input, done, choice, settings)
                 elif session is not None:
-                    failed = await self.sessions.commit(session, new_input, done, run)
+                    failed = await self.sessions.commit(
+                        session, new_input, done, run, not engine.wrapped
+                    )
                     if failed is not None:
                         result = Failure(failed)
             if engine.hooks.run_end or (engine.hooks.error and type(result) is Failure):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from fncore.core import (
     InvalidHistory,
     Message,
@@ -11,7 +13,7 @@ from fncore.core import (
     ToolResultPart,
     Usage,
 )
-from fncore.core._turn import session_update
+from fncore.core._turn import session_update, vouch
 
 HI = (Message.user("hi"),)
 CALL = Message("assistant", (ToolCallPart("c1", "add", "{}"),))
@@ -54,3 +56,43 @@ def test_answered_calls_leave_nothing_open() -> None:
     """A call with its result in the transcript is not pending."""
     _, pending = session_update(Session("s"), HI, done(CALL, RESULT, Message.assistant("3")), {})  # type: ignore[misc]
     assert pending == ()
+
+
+def test_a_vouched_transcript_gives_the_update_the_scan_gives() -> None:
+    """What the loop vouches for equals what the commit's scan finds, answered or awaiting."""
+    stored = Session("s", (Message.user("a"), Message.assistant("b")), version=2)
+    for result in (done(CALL, RESULT, Message.assistant("3")), done(CALL, stop="awaiting_tools")):
+        scanned = session_update(stored, HI, result, {})
+        vouch(result)
+        assert result._open is not None
+        assert session_update(stored, HI, result, {}, checked=True) == scanned
+    assert [c.id for c in result._open or ()] == ["c1"]  # awaiting: the last response's calls
+
+
+def test_a_response_holding_a_tool_result_is_not_vouched_for() -> None:
+    """What the loop does not build itself is left to the scan, which refuses it."""
+    odd = Message("assistant", (ToolResultPart("c1", "add", "3"),))
+    result = done(CALL, RESULT, odd)
+    vouch(result)
+    assert result._open is None
+    refused = session_update(Session("s"), HI, result, {}, checked=True)
+    assert type(refused) is InvalidHistory
+    assert "a tool result is inside an assistant message" in refused.message
+
+
+def test_a_vouch_holds_only_where_the_loop_checked_the_input() -> None:
+    """Unchecked (a run middleware ran no loop), the input is scanned even if vouched for."""
+    waiting = Session("s", (Message.user("a"), CALL), version=1)
+    result = done(Message.assistant("ok"))
+    vouch(result)
+    refused = session_update(waiting, HI, result, {})
+    assert type(refused) is InvalidHistory
+    assert "an assistant turn starts while tool calls" in refused.message
+
+
+def test_a_changed_result_drops_the_vouch() -> None:
+    """``dataclasses.replace`` (how a middleware changes a result) forgets it."""
+    result = done(Message.assistant("ok"))
+    vouch(result)
+    assert result._open == ()
+    assert dataclasses.replace(result, messages=(CALL,))._open is None

@@ -249,6 +249,24 @@ async def test_a_session_history_is_scanned_once() -> None:
     assert saved._pending == ()  # known from the commit: the next run does not scan it again
 
 
+async def test_a_fresh_loop_vouches_for_its_transcript_and_the_commit_trusts_only_that() -> None:
+    """The loop's own messages are not scanned again at the commit; anything else still is."""
+    store = InMemorySessionStore()
+    agent = Agent(TestModel(), registry=Registry(), tools=[add], sessions=store)
+    done = run_ok(await agent.run("add 1 2", session_id="s"))
+    assert done._open == ()  # vouched for by the loop that made it
+    saved = await store.load("s")
+    assert saved is not None
+    assert [m.role for m in saved.messages] == ["user", "assistant", "tool", "assistant"]
+    assert saved._pending == ()
+    odd = Message("assistant", (ToolResultPart("c9", "add", "3"),))  # not a valid response
+    refusing = Agent(ScriptedModel([odd]), registry=Registry(), sessions=store)
+    error = (await refusing.run("again", session_id="s")).failure()
+    assert isinstance(error, InvalidHistory)
+    assert "a tool result is inside an assistant message" in error.message
+    assert await store.load("s") == saved
+
+
 async def test_awaiting_tools_is_committed_and_the_next_run_answers_the_calls() -> None:
     """With enabled=False the calls are saved unanswered; the next run's results continue."""
     store = InMemorySessionStore()
