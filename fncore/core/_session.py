@@ -97,13 +97,15 @@ class SessionUpdate:
 
         Stores may use it to build what they keep: the result is version ``version + 1``.
         """
-        found = 0 if current is None else current.version
-        if found != self.version:
+        version = self.version
+        if current is None:
+            return None if version else _session(self.session_id, self.append, self.state, 1)
+        if current.version != version:
             return None
-        kept = current.messages[: self.keep] if current is not None else ()
+        kept = current.messages
+        keep = self.keep
+        if keep != len(kept):  # else the whole history, as it is: not sliced
+            kept = kept[:keep]
         return _session(
-            self.session_id,
-            kept + self.append if kept else self.append,
-            self.state,
-            self.version + 1,
+            self.session_id, kept + self.append if kept else self.append, self.state, version + 1
         )
