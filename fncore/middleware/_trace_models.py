@@ -98,7 +98,15 @@ class Models:
         url = getattr(getattr(model, "endpoint", None), "url", None)
         if not isinstance(url, str):
             url = None
-        key = (g.provider_of(model), g.model_name(model), url)
+        # `g.provider_of` and `g.model_name`, inline: this runs at every model call
+        provider = getattr(model, "provider", None)
+        if not isinstance(provider, str) or not provider:
+            provider = type(model).__module__
+        try:
+            name = str(model.name)
+        except Exception:
+            name = type(model).__name__
+        key = (provider, name, url)
         found = self._known.get(key)
         if found is None:
             server = () if url is None else g.server_at(url)

@@ -13,11 +13,24 @@ import pytest
 from otel_support import Otel, attrs
 from returns.result import Result, Success
 
-from fncore import Agent, Message, ModelError, ModelRequest, ModelResponse, Usage
+from fncore import (
+    Agent,
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    RunInfo,
+    State,
+    Tool,
+    ToolCallContext,
+    ToolCallPart,
+    Usage,
+)
 from fncore.core import ModelStreamItem
 from fncore.middleware import _genai as g
 from fncore.middleware._trace_models import MAX_KNOWN, ModelFacts, Models
-from fncore.testing import FunctionModel
+from fncore.middleware._trace_spans import Spans
+from fncore.testing import FunctionModel, ScriptedModel, tool_calls
 
 
 class Renamed:
@@ -157,3 +170,67 @@ async def test_a_cancelled_run_still_names_the_model_it_called(otel: Otel) -> No
     assert found[g.PROVIDER_NAME] == "fncore.testing"
     assert found[g.REQUEST_MODEL] == "function"
     assert found[g.ERROR_TYPE] == "CancelledError"
+
+
+async def test_an_execute_tool_span_is_made_afresh_for_a_changed_tool(otel: Otel) -> None:
+    """What is kept per tool is the current spec's: a new spec of the same name, new values.
+
+    Each span gets its own call id; the kept part is not changed by one span for the next.
+    """
+    registry = otel.registry()
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    def add_again(a: int, b: int) -> int:
+        """Sum two integers."""
+        return a + b
+
+    calls = tool_calls(("add", {"a": 1, "b": 2}))
+    first = Tool.from_function(add)
+    second = Tool.from_function(add_again, name="add")
+    for tool in (first, first, second, first):
+        await Agent(ScriptedModel([calls, "done"]), registry=registry, tools=[tool]).run("hi")
+    spans = otel.named("execute_tool add")
+    assert [attrs(s)[g.TOOL_DESCRIPTION] for s in spans] == [
+        "Add two integers.",
+        "Add two integers.",
+        "Sum two integers.",
+        "Add two integers.",
+    ]
+    assert {attrs(s)[g.TOOL_CALL_ID] for s in spans} == {calls.tool_calls[0].id}
+    for span in spans:
+        assert set(attrs(span)) == {
+            g.OPERATION_NAME,
+            g.TOOL_NAME,
+            g.TOOL_CALL_ID,
+            g.TOOL_TYPE,
+            g.TOOL_DESCRIPTION,
+        }
+
+
+def test_the_memo_of_tools_is_bounded() -> None:
+    """Past `MAX_KNOWN` tool names the memo starts afresh, and still gives the right span."""
+    spans = Spans(capture=False, limit=64)
+    call = ToolCallPart("c1", "t", "{}")
+    for i in range(MAX_KNOWN + 10):
+        tool = Tool.from_function(nothing, name=f"t{i}")
+        args = tool.check("{}")
+        assert not isinstance(args, str)
+        ctx = ToolCallContext(RunInfo("agent", {}, State()), call, tool, args)
+        assert spans.tool(ctx) == (
+            f"execute_tool t{i}",
+            {
+                g.OPERATION_NAME: g.EXECUTE_TOOL,
+                g.TOOL_NAME: f"t{i}",
+                g.TOOL_TYPE: "function",
+                g.TOOL_DESCRIPTION: "Do nothing.",
+                g.TOOL_CALL_ID: "c1",
+            },
+        )
+    assert len(spans._tools) <= MAX_KNOWN
+
+
+def nothing() -> None:
+    """Do nothing."""
