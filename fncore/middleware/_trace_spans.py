@@ -302,15 +302,17 @@ class Spans:
     ) -> dict[str, Any]:
         """The attributes a ``chat`` span starts with: the request as the model gets it.
 
-        Not to be changed: a first attempt with nothing more to say gets ``model.first``.
+        Not to be changed: a first attempt with no content captured gets what
+        `ModelFacts.first_for` keeps.
         """
         request = ctx.request
-        settings = g.request_attributes(request, ctx.run.emit is not None)
-        if not self.capture:
-            return (
-                model.first if attempt == 1 and not settings else model.started(attempt, settings)
-            )
-        attributes = model.started(attempt, settings)
+        streaming = ctx.run.emit is not None
+        capture = self.capture
+        if attempt == 1 and not capture:
+            return model.first_for(request, streaming)
+        attributes = model.started(attempt, g.request_attributes(request, streaming))
+        if not capture:
+            return attributes
         limit = self.limit
         attributes[g.INPUT_MESSAGES] = g.messages_json(request.messages, limit)
         if request.instructions:

@@ -19,6 +19,7 @@ from fncore import (
     ModelError,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     RunInfo,
     State,
     Tool,
@@ -234,3 +235,50 @@ def test_the_memo_of_tools_is_bounded() -> None:
 
 def nothing() -> None:
     """Do nothing."""
+
+
+def test_a_first_attempts_attributes_are_kept_for_the_same_settings_only() -> None:
+    """`ModelFacts.first_for`: the unmemoised attributes, made again when settings change.
+
+    The same settings object (streamed or not as before) gives the same dict; other
+    settings, or streaming, give their own; an ``extra`` mapping is read at every call.
+    """
+    facts = ModelFacts("acme", "m-1", ((g.SERVER_ADDRESS, "api.acme.test"),))
+
+    def afresh(request: ModelRequest, streaming: bool) -> dict[str, Any]:
+        return facts.started(1, g.request_attributes(request, streaming))
+
+    plain = ModelRequest(())
+    assert facts.first_for(plain, False) is facts.first
+    assert facts.first_for(plain, False) == afresh(plain, False)
+    warm = ModelRequest((), settings=ModelSettings(temperature=0.5, max_tokens=9))
+    kept = facts.first_for(warm, False)
+    assert kept == afresh(warm, False)
+    assert kept[g.REQUEST_TEMPERATURE] == 0.5
+    assert facts.first_for(warm, False) is kept
+    assert facts.first_for(ModelRequest((), settings=warm.settings), False) is kept
+    streamed = facts.first_for(warm, True)
+    assert streamed == afresh(warm, True)
+    assert streamed[g.REQUEST_STREAM] is True
+    cooler = ModelRequest((), settings=ModelSettings(temperature=0.1, max_tokens=9))
+    assert facts.first_for(cooler, False) == afresh(cooler, False)
+    assert facts.first_for(cooler, False)[g.REQUEST_TEMPERATURE] == 0.1
+    extra: dict[str, object] = {"top_k": 3}
+    given = ModelRequest((), settings=ModelSettings(extra=extra))
+    assert facts.first_for(given, False)[g.REQUEST_TOP_K] == 3
+    extra["top_k"] = 5
+    assert facts.first_for(given, False)[g.REQUEST_TOP_K] == 5
+    assert facts.first_for(given, False) == afresh(given, False)
+    assert facts.first_for(plain, False) is facts.first
+
+
+async def test_chat_spans_follow_the_settings_of_each_request(otel: Otel) -> None:
+    """Two agents on one model and one trace, each with its settings: each span its own."""
+    registry = otel.registry()
+    model = Renamed("m-1")
+    warm = Agent(model, registry=registry, model_settings=ModelSettings(temperature=0.7))
+    plain = Agent(model, registry=registry)
+    for agent in (warm, plain, warm, plain):
+        await agent.run("hi")
+    temperatures = [attrs(s).get(g.REQUEST_TEMPERATURE) for s in otel.named("chat m-1")]
+    assert temperatures == [0.7, None, 0.7, None]
