@@ -241,7 +241,7 @@ def add_usage(attributes: dict[str, Any], usage: Usage) -> None:
         {'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 4,
          'gen_ai.usage.reasoning.output_tokens': 2}
     """
-    if not usage_known(usage):
+    if not (usage.requests or usage.input_tokens or usage.output_tokens):  # `usage_known`
         return
     attributes[USAGE_INPUT_TOKENS] = usage.input_tokens
     attributes[USAGE_OUTPUT_TOKENS] = usage.output_tokens

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fncore.core import Model
+from fncore.core import Model, ModelRequest, ModelSettings
 from fncore.middleware import _genai as g
 
 MetricSets = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
 """The attributes of one model's measurements: in all, and of its input and output tokens."""
+
+_NO_EXTRA = ModelSettings().extra
+"""The ``extra`` of settings that give none: one shared, empty, read-only mapping."""
 
 MAX_KNOWN = 256
 """The most models (or, per model, the most answering models) known at once; past it, the
@@ -31,7 +34,16 @@ class ModelFacts:
         server: ``server.address`` and ``server.port``, if the model has an endpoint.
     """
 
-    __slots__ = ("_metrics", "chat", "described", "first", "model", "provider", "server")
+    __slots__ = (
+        "_last_first",
+        "_metrics",
+        "chat",
+        "described",
+        "first",
+        "model",
+        "provider",
+        "server",
+    )
 
     def __init__(self, provider: str, model: str, server: tuple[tuple[str, Any], ...]) -> None:
         self.provider = provider
@@ -44,6 +56,27 @@ class ModelFacts:
         self.first = self.started(1, {})
         """The attributes of a first attempt with no setting that the conventions name."""
         self._metrics: dict[str, MetricSets] = {}
+        self._last_first: tuple[ModelSettings, bool, dict[str, Any]] | None = None
+        """The last settings `first_for` was asked for, whether streamed, and its answer."""
+
+    def first_for(self, request: ModelRequest, streaming: bool) -> dict[str, Any]:
+        """The attributes of a first attempt at ``request`` (content aside): not to be changed.
+
+        `first` when the request has no setting the conventions name; else made once for
+        the last settings seen: a request's settings are one frozen object, handed on from
+        call to call, so while they are the same object (and streamed or not as before),
+        so are the attributes. Settings with an ``extra`` of their own are read at each
+        call (the mapping given there may change).
+        """
+        settings = request.settings
+        last = self._last_first
+        if last is not None and last[0] is settings and last[1] is streaming:
+            return last[2]
+        named = g.request_attributes(request, streaming)
+        attributes = self.started(1, named) if named else self.first
+        if settings.extra is _NO_EXTRA:
+            self._last_first = (settings, streaming, attributes)
+        return attributes
 
     def started(self, attempt: int, settings: dict[str, Any]) -> dict[str, Any]:
         """The attributes a ``chat`` span starts with (content aside): a new dict.
@@ -98,7 +131,15 @@ class Models:
         url = getattr(getattr(model, "endpoint", None), "url", None)
         if not isinstance(url, str):
             url = None
-        key = (g.provider_of(model), g.model_name(model), url)
+        # `g.provider_of` and `g.model_name`, inline: this runs at every model call
+        provider = getattr(model, "provider", None)
+        if not isinstance(provider, str) or not provider:
+            provider = type(model).__module__
+        try:
+            name = str(model.name)
+        except Exception:
+            name = type(model).__name__
+        key = (provider, name, url)
         found = self._known.get(key)
         if found is None:
             server = () if url is None else g.server_at(url)

@@ -41,11 +41,12 @@ from fncore.core import (
     Terminate,
     ToolCallContext,
     ToolResult,
+    ToolSpec,
     Usage,
 )
 from fncore.middleware import _genai as g
 from fncore.middleware._trace_call import CallSpan
-from fncore.middleware._trace_models import ModelFacts, Models
+from fncore.middleware._trace_models import MAX_KNOWN, ModelFacts, Models
 from fncore.runtime._subagent import children_usage
 
 SCOPE = "fncore"
@@ -214,7 +215,7 @@ def measure(
             meters.first_chunk.record(to_first, attributes, context)
         meters.duration.record(seconds, attributes, context)
         usage = response.usage
-        if g.usage_known(usage):
+        if usage.requests or usage.input_tokens or usage.output_tokens:  # `g.usage_known`
             meters.tokens.record(usage.input_tokens, input_, context)
             meters.tokens.record(usage.output_tokens, output, context)
         return
@@ -235,12 +236,14 @@ class Spans:
         limit: The most characters of any text attribute.
     """
 
-    __slots__ = ("capture", "limit", "models")
+    __slots__ = ("_tools", "capture", "limit", "models")
 
     def __init__(self, capture: bool, limit: int) -> None:
         self.capture = capture
         self.limit = limit
         self.models = Models()
+        self._tools: dict[str, tuple[ToolSpec, str, dict[str, Any]]] = {}
+        """Per tool name: its spec, its span's name and the attributes it always has."""
 
     def halted(self, span: Span, halt: Halt, before: Usage = NOTHING) -> None:
         """Record a ``Failure``: a termination or a pause is not an error; an error is.
@@ -299,15 +302,17 @@ class Spans:
     ) -> dict[str, Any]:
         """The attributes a ``chat`` span starts with: the request as the model gets it.
 
-        Not to be changed: a first attempt with nothing more to say gets ``model.first``.
+        Not to be changed: a first attempt with no content captured gets what
+        `ModelFacts.first_for` keeps.
         """
         request = ctx.request
-        settings = g.request_attributes(request, ctx.run.emit is not None)
-        if not self.capture:
-            return (
-                model.first if attempt == 1 and not settings else model.started(attempt, settings)
-            )
-        attributes = model.started(attempt, settings)
+        streaming = ctx.run.emit is not None
+        capture = self.capture
+        if attempt == 1 and not capture:
+            return model.first_for(request, streaming)
+        attributes = model.started(attempt, g.request_attributes(request, streaming))
+        if not capture:
+            return attributes
         limit = self.limit
         attributes[g.INPUT_MESSAGES] = g.messages_json(request.messages, limit)
         if request.instructions:
@@ -380,20 +385,30 @@ class Spans:
             self.halted(span, outcome.failure())
         span.end()
 
-    def tool_attributes(self, ctx: ToolCallContext) -> dict[str, Any]:
-        """The attributes an ``execute_tool`` span starts with."""
+    def tool(self, ctx: ToolCallContext) -> tuple[str, dict[str, Any]]:
+        """An ``execute_tool`` span's name, and the attributes it starts with (a new dict).
+
+        What never changes for a tool (its name, its description) is made once per spec.
+        """
         tool, limit = ctx.tool, self.limit
-        attributes: dict[str, Any] = {
-            g.OPERATION_NAME: g.EXECUTE_TOOL,
-            g.TOOL_NAME: tool.name,
-            g.TOOL_CALL_ID: g.clip(ctx.call.id, limit),
-            g.TOOL_TYPE: "function",
-        }
-        if tool.spec.description:
-            attributes[g.TOOL_DESCRIPTION] = g.clip(tool.spec.description, limit)
+        name, spec = tool.name, tool.spec
+        known = self._tools.get(name)
+        if known is None or known[0] is not spec:
+            fixed: dict[str, Any] = {
+                g.OPERATION_NAME: g.EXECUTE_TOOL,
+                g.TOOL_NAME: name,
+                g.TOOL_TYPE: "function",
+            }
+            if spec.description:
+                fixed[g.TOOL_DESCRIPTION] = g.clip(spec.description, limit)
+            known = (spec, f"{g.EXECUTE_TOOL} {name}", fixed)
+            if len(self._tools) >= MAX_KNOWN:
+                self._tools.clear()
+            self._tools[name] = known
+        attributes = {**known[2], g.TOOL_CALL_ID: g.clip(ctx.call.id, limit)}
         if self.capture:
             attributes[g.TOOL_CALL_ARGUMENTS] = g.clip(ctx.args.model_dump_json(), limit)
-        return attributes
+        return known[1], attributes
 
     def tool_done(self, span: Span, outcome: Outcome[ToolResult]) -> None:
         """Record a tool call's result (or how it failed) on its ``execute_tool`` span."""

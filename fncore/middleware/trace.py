@@ -261,11 +261,9 @@ class _Trace:
         if run is None or run.telemetry.tracer is None:
             return await call_next(ctx)
         context = otel_context.get_current()
+        name, attributes = self.spans.tool(ctx)
         span = run.telemetry.tracer.start_span(
-            f"{g.EXECUTE_TOOL} {ctx.tool.name}",
-            context,
-            kind=SpanKind.INTERNAL,
-            attributes=self.spans.tool_attributes(ctx),
+            name, context, kind=SpanKind.INTERNAL, attributes=attributes
         )
         token = otel_context.attach(otel_trace.set_span_in_context(span, context))
         try:

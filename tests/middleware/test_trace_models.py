@@ -13,11 +13,25 @@ import pytest
 from otel_support import Otel, attrs
 from returns.result import Result, Success
 
-from fncore import Agent, Message, ModelError, ModelRequest, ModelResponse, Usage
+from fncore import (
+    Agent,
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    RunInfo,
+    State,
+    Tool,
+    ToolCallContext,
+    ToolCallPart,
+    Usage,
+)
 from fncore.core import ModelStreamItem
 from fncore.middleware import _genai as g
 from fncore.middleware._trace_models import MAX_KNOWN, ModelFacts, Models
-from fncore.testing import FunctionModel
+from fncore.middleware._trace_spans import Spans
+from fncore.testing import FunctionModel, ScriptedModel, tool_calls
 
 
 class Renamed:
@@ -157,3 +171,114 @@ async def test_a_cancelled_run_still_names_the_model_it_called(otel: Otel) -> No
     assert found[g.PROVIDER_NAME] == "fncore.testing"
     assert found[g.REQUEST_MODEL] == "function"
     assert found[g.ERROR_TYPE] == "CancelledError"
+
+
+async def test_an_execute_tool_span_is_made_afresh_for_a_changed_tool(otel: Otel) -> None:
+    """What is kept per tool is the current spec's: a new spec of the same name, new values.
+
+    Each span gets its own call id; the kept part is not changed by one span for the next.
+    """
+    registry = otel.registry()
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    def add_again(a: int, b: int) -> int:
+        """Sum two integers."""
+        return a + b
+
+    calls = tool_calls(("add", {"a": 1, "b": 2}))
+    first = Tool.from_function(add)
+    second = Tool.from_function(add_again, name="add")
+    for tool in (first, first, second, first):
+        await Agent(ScriptedModel([calls, "done"]), registry=registry, tools=[tool]).run("hi")
+    spans = otel.named("execute_tool add")
+    assert [attrs(s)[g.TOOL_DESCRIPTION] for s in spans] == [
+        "Add two integers.",
+        "Add two integers.",
+        "Sum two integers.",
+        "Add two integers.",
+    ]
+    assert {attrs(s)[g.TOOL_CALL_ID] for s in spans} == {calls.tool_calls[0].id}
+    for span in spans:
+        assert set(attrs(span)) == {
+            g.OPERATION_NAME,
+            g.TOOL_NAME,
+            g.TOOL_CALL_ID,
+            g.TOOL_TYPE,
+            g.TOOL_DESCRIPTION,
+        }
+
+
+def test_the_memo_of_tools_is_bounded() -> None:
+    """Past `MAX_KNOWN` tool names the memo starts afresh, and still gives the right span."""
+    spans = Spans(capture=False, limit=64)
+    call = ToolCallPart("c1", "t", "{}")
+    for i in range(MAX_KNOWN + 10):
+        tool = Tool.from_function(nothing, name=f"t{i}")
+        args = tool.check("{}")
+        assert not isinstance(args, str)
+        ctx = ToolCallContext(RunInfo("agent", {}, State()), call, tool, args)
+        assert spans.tool(ctx) == (
+            f"execute_tool t{i}",
+            {
+                g.OPERATION_NAME: g.EXECUTE_TOOL,
+                g.TOOL_NAME: f"t{i}",
+                g.TOOL_TYPE: "function",
+                g.TOOL_DESCRIPTION: "Do nothing.",
+                g.TOOL_CALL_ID: "c1",
+            },
+        )
+    assert len(spans._tools) <= MAX_KNOWN
+
+
+def nothing() -> None:
+    """Do nothing."""
+
+
+def test_a_first_attempts_attributes_are_kept_for_the_same_settings_only() -> None:
+    """`ModelFacts.first_for`: the unmemoised attributes, made again when settings change.
+
+    The same settings object (streamed or not as before) gives the same dict; other
+    settings, or streaming, give their own; an ``extra`` mapping is read at every call.
+    """
+    facts = ModelFacts("acme", "m-1", ((g.SERVER_ADDRESS, "api.acme.test"),))
+
+    def afresh(request: ModelRequest, streaming: bool) -> dict[str, Any]:
+        return facts.started(1, g.request_attributes(request, streaming))
+
+    plain = ModelRequest(())
+    assert facts.first_for(plain, False) is facts.first
+    assert facts.first_for(plain, False) == afresh(plain, False)
+    warm = ModelRequest((), settings=ModelSettings(temperature=0.5, max_tokens=9))
+    kept = facts.first_for(warm, False)
+    assert kept == afresh(warm, False)
+    assert kept[g.REQUEST_TEMPERATURE] == 0.5
+    assert facts.first_for(warm, False) is kept
+    assert facts.first_for(ModelRequest((), settings=warm.settings), False) is kept
+    streamed = facts.first_for(warm, True)
+    assert streamed == afresh(warm, True)
+    assert streamed[g.REQUEST_STREAM] is True
+    cooler = ModelRequest((), settings=ModelSettings(temperature=0.1, max_tokens=9))
+    assert facts.first_for(cooler, False) == afresh(cooler, False)
+    assert facts.first_for(cooler, False)[g.REQUEST_TEMPERATURE] == 0.1
+    extra: dict[str, object] = {"top_k": 3}
+    given = ModelRequest((), settings=ModelSettings(extra=extra))
+    assert facts.first_for(given, False)[g.REQUEST_TOP_K] == 3
+    extra["top_k"] = 5
+    assert facts.first_for(given, False)[g.REQUEST_TOP_K] == 5
+    assert facts.first_for(given, False) == afresh(given, False)
+    assert facts.first_for(plain, False) is facts.first
+
+
+async def test_chat_spans_follow_the_settings_of_each_request(otel: Otel) -> None:
+    """Two agents on one model and one trace, each with its settings: each span its own."""
+    registry = otel.registry()
+    model = Renamed("m-1")
+    warm = Agent(model, registry=registry, model_settings=ModelSettings(temperature=0.7))
+    plain = Agent(model, registry=registry)
+    for agent in (warm, plain, warm, plain):
+        await agent.run("hi")
+    temperatures = [attrs(s).get(g.REQUEST_TEMPERATURE) for s in otel.named("chat m-1")]
+    assert temperatures == [0.7, None, 0.7, None]
