@@ -148,21 +148,20 @@ class _Entries:
         if entry.expires != _NEVER:
             heapq.heappush(deadlines, (entry.expires, key))
             if len(deadlines) > 2 * len(entries) + 16:  # replaced or evicted ones pile up
-                deadlines[:] = [d for d in deadlines if self._due(*d)]
+                get = entries.get  # keep those of live entries
+                deadlines[:] = [
+                    d for d in deadlines if (e := get(d[1])) is not None and e.expires == d[0]
+                ]
                 heapq.heapify(deadlines)
         if len(entries) > self.max_entries:
             now = self._clock()
             while deadlines and deadlines[0][0] <= now:
                 expires, old = heapq.heappop(deadlines)
-                if self._due(expires, old):
+                live = entries.get(old)
+                if live is not None and live.expires == expires:  # not replaced meanwhile
                     del entries[old]
             while len(entries) > self.max_entries:
                 entries.popitem(last=False)
-
-    def _due(self, expires: float, key: str) -> bool:
-        """Whether the entry under ``key`` is still the one that expires at ``expires``."""
-        entry = self._entries.get(key)
-        return entry is not None and entry.expires == expires
 
     def pop(self, key: str) -> None:
         """Forget ``key``."""

@@ -103,12 +103,19 @@ def estimate_tokens(request: ModelRequest) -> int:
     return _estimate(request, _HISTORY)
 
 
+SHORT = 16
+"""Histories up to this many messages are counted afresh: cheaper than looking them up."""
+
+
 def _estimate(request: ModelRequest, history: Tally) -> int:
-    """`estimate_tokens` of ``request``, its messages' characters remembered in ``history``."""
+    """`estimate_tokens` of ``request``, a long history's characters remembered in ``history``."""
     messages = request.messages
-    chars = len(request.instructions) + history.history(
-        messages if type(messages) is tuple else tuple(messages)
-    )
+    if len(messages) <= SHORT:
+        chars = len(request.instructions) + _message_chars(messages)
+    else:
+        chars = len(request.instructions) + history.history(
+            messages if type(messages) is tuple else tuple(messages)
+        )
     for tool in request.tools:
         chars += _tool_chars(tool)
     return math.ceil(chars / CHARS_PER_TOKEN)
@@ -133,9 +140,10 @@ def _message_chars(messages: Sequence[Message]) -> int:
 
 _HISTORY = Tally(_message_chars)
 """Each message's characters and the totals of recent histories, remembered (bounded): a
-conversation's next call counts only its new messages, so the estimate stays flat in its
-length. `estimate_tokens` uses this one; each `rate_limit` has its own, so that agents
-serving many sessions do not push each other's histories out."""
+long conversation's next call counts only its new messages, so the estimate stays flat in
+its length (a history of up to `SHORT` messages is counted afresh). `estimate_tokens` uses
+this one; each `rate_limit` has its own, so that agents serving many sessions do not push
+each other's histories out."""
 
 
 TOOLS_KEPT = 1_024
