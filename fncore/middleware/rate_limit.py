@@ -513,9 +513,9 @@ def rate_limit(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
         model = ctx.model.name
-        deadline = time.monotonic() + max_wait
-        slot = None
+        slot = deadline = None
         if max_concurrent is not None:
+            deadline = time.monotonic() + max_wait  # the wait for a slot counts in it
             slot = rates.slots(model, max_concurrent)
             if not await _take(slot, max_wait):
                 return Failure(rates.exceeded(model, "max_concurrent", None))
@@ -534,6 +534,8 @@ def rate_limit(
             # In memory, take without an await first; wait (`admit`) only on a refusal.
             taken = local.take(model, reserved) if local is not None else None
             if taken is None or isinstance(taken, Refusal):
+                if deadline is None:
+                    deadline = time.monotonic() + max_wait
                 admitted = await rates.admit(model, reserved, deadline)
                 if isinstance(admitted, RateLimitExceeded):
                     return Failure(admitted)
