@@ -176,8 +176,6 @@ async def test_a_hit_leaves_no_task_and_no_thread_behind() -> None:
 
 def test_a_moving_window_takes_a_hit_only_if_it_fits() -> None:
     """take() is wait() then hit() when it fits: the hit counts, or the wait is given."""
-    from fncore.middleware._windows import MovingWindow
-
     window = MovingWindow(1, 60)
     assert window.take(0.0) is None
     assert window.take(1.0) == 59.0
