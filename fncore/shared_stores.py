@@ -22,7 +22,7 @@ import heapq
 import time
 import uuid
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -113,20 +113,27 @@ _NEVER = float("inf")
 class _Entries:
     """A bounded LRU of entries that expire one by one: the table of `MemoryStore`.
 
-    What cachetools' ``TLRUCache`` did here, at a fraction of its cost (about 1 µs a write
-    instead of 4): an ``OrderedDict`` in LRU order, and a heap of plain tuples for the
-    deadlines, where ``TLRUCache`` orders objects by a Python ``__lt__`` and expires on
-    every write. A write to a full table first forgets what has expired, then the least
-    recently used; an expired entry is never read.
+    What cachetools' ``TLRUCache`` did here, at a fraction of its cost (under 1 µs a write
+    instead of 4): an ``OrderedDict`` in LRU order, and the deadlines as plain tuples, where
+    ``TLRUCache`` orders objects by a Python ``__lt__`` and expires on every write. A write
+    to a full table first forgets what has expired, then the least recently used; an
+    expired entry is never read.
+
+    Deadlines that come in order (the same ttl each time, as a cache's) are kept in a
+    queue, oldest first: a full table's least recently used entry is then most often the
+    queue's first, forgotten with it, so nothing piles up. The others wait in a heap.
+    What piles up all the same (deadlines of replaced or evicted entries) is swept out
+    once there are twice as many deadlines as entries.
     """
 
-    __slots__ = ("_clock", "_deadlines", "_entries", "max_entries")
+    __slots__ = ("_clock", "_deadlines", "_entries", "_late", "max_entries")
 
     def __init__(self, max_entries: int, clock: Callable[[], float]) -> None:
         self.max_entries = max_entries
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._deadlines: list[tuple[float, str]] = []  # a heap of the finite ones
+        self._deadlines: deque[tuple[float, str]] = deque()  # in order: oldest first
+        self._late: list[tuple[float, str]] = []  # a heap of those that came out of order
 
     def get(self, key: str) -> _Entry | None:
         """The live entry under ``key`` (now the most recently used), or ``None``."""
@@ -144,25 +151,45 @@ class _Entries:
         entries = self._entries
         entries[key] = entry
         entries.move_to_end(key)
-        deadlines = self._deadlines
-        if entry.expires != _NEVER:
-            heapq.heappush(deadlines, (entry.expires, key))
-            if len(deadlines) > 2 * len(entries) + 16:  # replaced or evicted ones pile up
-                deadlines[:] = [d for d in deadlines if self._due(*d)]
-                heapq.heapify(deadlines)
+        expires = entry.expires
+        if expires != _NEVER:
+            deadlines = self._deadlines
+            if not deadlines or deadlines[-1][0] <= expires:
+                deadlines.append((expires, key))
+            else:
+                heapq.heappush(self._late, (expires, key))
+            if len(deadlines) + len(self._late) > 2 * len(entries) + 16:
+                self._sweep()
         if len(entries) > self.max_entries:
-            now = self._clock()
-            while deadlines and deadlines[0][0] <= now:
-                expires, old = heapq.heappop(deadlines)
-                if self._due(expires, old):
-                    del entries[old]
-            while len(entries) > self.max_entries:
-                entries.popitem(last=False)
+            self._make_room()
 
-    def _due(self, expires: float, key: str) -> bool:
-        """Whether the entry under ``key`` is still the one that expires at ``expires``."""
+    def _sweep(self) -> None:
+        """Forget the deadlines of entries replaced or evicted since they were kept."""
+        get = self._entries.get
+        live = [d for d in self._deadlines if (e := get(d[1])) is not None and e.expires == d[0]]
+        self._deadlines = deque(live)
+        late = self._late
+        late[:] = [d for d in late if (e := get(d[1])) is not None and e.expires == d[0]]
+        heapq.heapify(late)
+
+    def _make_room(self) -> None:
+        """Forget what has expired, then the least recently used, down to ``max_entries``."""
+        entries, deadlines, late = self._entries, self._deadlines, self._late
+        now = self._clock()
+        while deadlines and deadlines[0][0] <= now:
+            self._expire(*deadlines.popleft())
+        while late and late[0][0] <= now:
+            self._expire(*heapq.heappop(late))
+        while len(entries) > self.max_entries:
+            old, gone = entries.popitem(last=False)
+            if deadlines and deadlines[0][1] == old and deadlines[0][0] == gone.expires:
+                deadlines.popleft()  # its deadline: most often the oldest
+
+    def _expire(self, expires: float, key: str) -> None:
+        """Forget ``key`` if its entry is still the one that expires at ``expires``."""
         entry = self._entries.get(key)
-        return entry is not None and entry.expires == expires
+        if entry is not None and entry.expires == expires:
+            del self._entries[key]
 
     def pop(self, key: str) -> None:
         """Forget ``key``."""

@@ -272,6 +272,34 @@ def test_a_full_memory_store_forgets_what_expired_before_what_was_used_least() -
     assert asyncio.run(scenario()) == [b"1", None, b"3", b"4", None, b"1"]
 
 
+def test_a_deadline_out_of_order_still_expires_first_when_the_store_is_full() -> None:
+    """A shorter ttl after a longer one (out of order) is still forgotten before the LRU."""
+
+    async def scenario() -> list[bytes | None]:
+        clock = Clock()
+        store = MemoryStore(max_entries=3, clock=clock)
+        await store.set("old", b"1")  # never expires, used least recently
+        await store.set("long", b"2", ttl=50)
+        await store.set("short", b"3", ttl=5)  # its deadline comes before the one above
+        clock.now = 10.0  # "short" has expired
+        await store.set("new", b"4")
+        return [await store.get(k) for k in ("old", "long", "short", "new")]
+
+    assert asyncio.run(scenario()) == [b"1", b"2", None, b"4"]
+
+
+def test_a_full_store_of_one_ttl_forgets_each_evicted_entrys_deadline_with_it() -> None:
+    """Entries written with one ttl, evicted oldest first, leave no deadline behind."""
+
+    async def scenario() -> tuple[int, int]:
+        store = MemoryStore(max_entries=100)
+        for i in range(1_000):
+            await store.set(f"k{i}", b"x", ttl=3600)
+        return len(store._entries._deadlines), len(store._entries._late)
+
+    assert asyncio.run(scenario()) == (100, 0)
+
+
 def test_an_expired_entry_is_never_read_and_a_counter_restarts() -> None:
     """Past its ttl an entry reads as absent, and a counter starts again from zero."""
 

@@ -174,6 +174,10 @@ class Digests:
         kept = self._kept.get(id(value))
         if kept is not None and kept[0] is value and _still(value):
             return kept[1]
+        return self._digested(value)
+
+    def _digested(self, value: _Digestible) -> bytes:
+        """``value``'s digest, computed, and remembered if it may be."""
         digest, frozen = _digest(value)
         if frozen:
             make_room(self._kept, self.max_entries)
@@ -181,12 +185,12 @@ class Digests:
         return digest
 
     def join(self, values: tuple[_Digestible, ...]) -> bytes:
-        """The digests of ``values``, in order, one after the other."""
-        get, of = self._kept.get, self.of
+        """The digests of ``values`` (messages, tool definitions), one after the other."""
+        get, digested = self._kept.get, self._digested
         digests: list[bytes] = []
         for value in values:
             kept = get(id(value))
-            digests.append(kept[1] if kept is not None and kept[0] is value else of(value))
+            digests.append(kept[1] if kept is not None and kept[0] is value else digested(value))
         return b"".join(digests)
 
     def _chunk(self, messages: tuple[Message, ...]) -> tuple[bytes, int | None]:
@@ -302,8 +306,13 @@ def request_key(request: ModelRequest, model: str, digests: Digests | None = Non
     """
     remembered = Digests() if digests is None else digests
     messages = request.messages
+    size = len(messages).to_bytes(8, "big")
+    if len(messages) <= SHORT:  # what `Digests.messages` would hash first, in one go
+        return hashlib.sha256(
+            remembered.join(messages) + remembered.head(request, model) + size
+        ).hexdigest()
     key = remembered.messages(messages)
-    key.update(remembered.head(request, model) + len(messages).to_bytes(8, "big"))
+    key.update(remembered.head(request, model) + size)
     return key.hexdigest()
 
 

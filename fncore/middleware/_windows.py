@@ -66,6 +66,13 @@ class MovingWindow:
         """Count a hit at ``now`` (checked first with `wait`)."""
         self._hits.append(now)
 
+    def take(self, now: float) -> float | None:
+        """`hit` at ``now`` if it fits (``None``), else the seconds until one does (`wait`)."""
+        wait = self.wait(now)
+        if wait is None:
+            self._hits.append(now)
+        return wait
+
 
 class FixedWindow:
     """At most ``limit`` in one window of ``seconds``, which starts with what it first counts.
@@ -151,13 +158,11 @@ class InProcess:
         """
         now = time.monotonic()
         with self._lock:
-            moving, fixed = self._of(model)
+            moving, fixed = self._windows.get(model) or self._of(model)
             if fixed is not None and (wait := fixed.wait(reserved, now)) is not None:
                 return Refusal("tokens_per_minute", wait)
-            if moving is not None:
-                if (wait := moving.wait(now)) is not None:
-                    return Refusal("requests_per_minute", wait)
-                moving.hit(now)
+            if moving is not None and (wait := moving.take(now)) is not None:
+                return Refusal("requests_per_minute", wait)
             return 0.0 if fixed is None else fixed.add(reserved, now)
 
     def settle(self, model: str, reserved: int, window: float, used: int) -> None:
@@ -166,10 +171,12 @@ class InProcess:
         What was not used goes back to that window, if it has not ended; what was used
         beyond the reservation counts in the current window.
         """
+        if used == reserved:
+            return
         now = time.monotonic()
         with self._lock:
-            fixed = self._of(model)[1]
-            if fixed is None or used == reserved:
+            fixed = (self._windows.get(model) or self._of(model))[1]
+            if fixed is None:
                 return
             if used < reserved:
                 fixed.give_back(reserved - used, window, now)

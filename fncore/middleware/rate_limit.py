@@ -103,12 +103,19 @@ def estimate_tokens(request: ModelRequest) -> int:
     return _estimate(request, _HISTORY)
 
 
+SHORT = 16
+"""Histories up to this many messages are counted afresh: cheaper than looking them up."""
+
+
 def _estimate(request: ModelRequest, history: Tally) -> int:
-    """`estimate_tokens` of ``request``, its messages' characters remembered in ``history``."""
+    """`estimate_tokens` of ``request``, a long history's characters remembered in ``history``."""
     messages = request.messages
-    chars = len(request.instructions) + history.history(
-        messages if type(messages) is tuple else tuple(messages)
-    )
+    if len(messages) <= SHORT:
+        chars = len(request.instructions) + _message_chars(messages)
+    else:
+        chars = len(request.instructions) + history.history(
+            messages if type(messages) is tuple else tuple(messages)
+        )
     for tool in request.tools:
         chars += _tool_chars(tool)
     return math.ceil(chars / CHARS_PER_TOKEN)
@@ -133,9 +140,10 @@ def _message_chars(messages: Sequence[Message]) -> int:
 
 _HISTORY = Tally(_message_chars)
 """Each message's characters and the totals of recent histories, remembered (bounded): a
-conversation's next call counts only its new messages, so the estimate stays flat in its
-length. `estimate_tokens` uses this one; each `rate_limit` has its own, so that agents
-serving many sessions do not push each other's histories out."""
+long conversation's next call counts only its new messages, so the estimate stays flat in
+its length (a history of up to `SHORT` messages is counted afresh). `estimate_tokens` uses
+this one; each `rate_limit` has its own, so that agents serving many sessions do not push
+each other's histories out."""
 
 
 TOOLS_KEPT = 1_024
@@ -505,9 +513,9 @@ def rate_limit(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
         model = ctx.model.name
-        deadline = time.monotonic() + max_wait
-        slot = None
+        slot = deadline = None
         if max_concurrent is not None:
+            deadline = time.monotonic() + max_wait  # the wait for a slot counts in it
             slot = rates.slots(model, max_concurrent)
             if not await _take(slot, max_wait):
                 return Failure(rates.exceeded(model, "max_concurrent", None))
@@ -526,6 +534,8 @@ def rate_limit(
             # In memory, take without an await first; wait (`admit`) only on a refusal.
             taken = local.take(model, reserved) if local is not None else None
             if taken is None or isinstance(taken, Refusal):
+                if deadline is None:
+                    deadline = time.monotonic() + max_wait
                 admitted = await rates.admit(model, reserved, deadline)
                 if isinstance(admitted, RateLimitExceeded):
                     return Failure(admitted)

@@ -74,3 +74,19 @@ async def test_each_rate_limit_remembers_its_own_histories() -> None:
     for turn in range(3):
         assert (await agent.run(f"question {turn} " * 20)).unwrap().output == "ok"
     assert _HISTORY.remembered == before
+
+
+def test_a_short_history_is_counted_afresh_a_long_one_remembered() -> None:
+    """Up to SHORT messages are counted without the memo; past it, the history is kept."""
+    from fncore.middleware.rate_limit import _HISTORY, SHORT
+
+    def conversation(size: int) -> tuple[Message, ...]:
+        return tuple(Message.user(f"message {n} of {size}") for n in range(size))
+
+    before = _HISTORY.remembered
+    short = conversation(SHORT)
+    assert estimate_tokens(ModelRequest(short)) == -(-sum(16 + len(m.text) for m in short) // 4)
+    assert _HISTORY.remembered == before
+    long = conversation(SHORT + 1)
+    assert estimate_tokens(ModelRequest(long)) == -(-sum(16 + len(m.text) for m in long) // 4)
+    assert _HISTORY.remembered != before

@@ -172,3 +172,11 @@ async def test_a_hit_leaves_no_task_and_no_thread_behind() -> None:
         assert (threading.active_count(), len(asyncio.all_tasks())) == before
     assert set(seen) == {before}
     await registry.aclose()
+
+
+def test_a_moving_window_takes_a_hit_only_if_it_fits() -> None:
+    """take() is wait() then hit() when it fits: the hit counts, or the wait is given."""
+    window = MovingWindow(1, 60)
+    assert window.take(0.0) is None
+    assert window.take(1.0) == 59.0
+    assert window.take(60.5) is None
