@@ -232,6 +232,9 @@ class ReasoningContext:
     """The history the loop checked, so only one a middleware changed is checked again."""
     _prompt: str | None = field(default=None, repr=False, compare=False)
     """The round's system prompt if it is assembled already (for ``compress_context``)."""
+    _choice: ToolChoice | None = field(default=None, repr=False, compare=False)
+    """The tool choice the loop chose, so a response returns what was sent only when a
+    middleware changed it."""
 
 
 @final

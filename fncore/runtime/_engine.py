@@ -251,11 +251,13 @@ class Engine:
         settings: ModelSettings,
         paired: tuple[Message, ...] | None,
         prompt: str | None,
+        choice: ToolChoice | None,
     ) -> Outcome[ModelResponse]:
         """``reasoning``'s end: assemble the prompt (unless ``prompt`` is), ask the model.
 
         ``paired`` is the history the loop checked: only one a middleware changed is
-        checked again. Under ``reasoning`` middleware the response returns what was sent.
+        checked again. ``choice`` is the tool choice the loop chose: the response of a
+        request that a ``reasoning`` middleware sent with another returns what was sent.
         """
         if messages is not paired:  # a reasoning middleware changed the history
             broken = self._paired.check(messages, paired or ())
@@ -274,8 +276,13 @@ class Engine:
         elif run.emit is not None:
             out = await ask(self.model, request, run.emit)
         else:  # no model_call middleware: the model is awaited here (a frame less per round)
-            out = await self._ask(request)
-        if self._reasoned:  # the loop follows what was sent, which middleware may change
+            model = self.model
+            try:
+                answer: Any = await model.request(request)
+            except Exception as exc:
+                return Failure(raised_by(model, exc))
+            out = answered(model, answer)
+        if tool_choice is not choice:  # the loop follows what was sent, which a middleware changed
             return sent(out, request)
         return out
 
@@ -299,15 +306,6 @@ class Engine:
                 messages, prompt, specs, tool_choice, settings, output_schema=output.schema
             )
         return _request(messages, prompt, (*specs, output.tool), tool_choice, settings)
-
-    async def _ask(self, request: ModelRequest) -> Outcome[ModelResponse]:
-        """The model's answer to ``request``, not streamed, held to its contract."""
-        model = self.model
-        try:
-            answer: Any = await model.request(request)
-        except Exception as exc:
-            return Failure(raised_by(model, exc))
-        return answered(model, answer)
 
     async def _prompt(
         self, run: RunInfo, round_no: int, messages: tuple[Message, ...]
@@ -460,6 +458,7 @@ class Engine:
                     model_settings,
                     history,
                     prompt,
+                    tool_choice,
                 )
             if type(reasoned) is Failure:
                 return halted(reasoned.failure(), state, tool_choice)
