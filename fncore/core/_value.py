@@ -26,12 +26,13 @@ with the class in front, ``object.__init__``), a ``ModelRequest`` 2,700 instruct
 against 3,650.
 
 `spread` generates code the same way, for a position's handler: the functions that pack a
-position's context from its fields and unpack it again for the innermost end, with the
-fields spelled out. Against a generic ``*args`` / ``attrgetter`` pair they save about 80 ns
-per handler call (a 4-field context: 530 against 613 ns to pack, 70 against 137 ns to
-unpack), and a run with one middleware at every position makes about ten such calls:
-``mw1_us`` in ``bench/overhead.py`` measured 17.5-17.7 µs before the table of positions,
-19.0 µs with the generic pair and 18.0-18.3 µs with these (same session, alternated).
+position's context from its fields (with the context's `maker` function) and unpack it again
+for the innermost end, with the fields spelled out. Against a generic ``*args`` /
+``attrgetter`` pair they save about 80 ns per handler call (a 4-field context: 530 against
+613 ns to pack, 70 against 137 ns to unpack), and a run with one middleware at every
+position makes about ten such calls: ``mw1_us`` in ``bench/overhead.py`` measured 17.5-17.7
+µs before the table of positions, 19.0 µs with the generic pair and 18.0-18.3 µs with these
+(same session, alternated).
 """
 
 from __future__ import annotations
@@ -233,6 +234,6 @@ def spread(context: type) -> tuple[Callable[[_Call], _Call], Callable[[_Call], _
         f"def packing(onion):\n    def enter({params}):\n"
         f"        return onion(_context({params}))\n    return enter\n"
     )
-    namespace: dict[str, Any] = {"_context": context}
+    namespace: dict[str, Any] = {"_context": _MAKERS.get(context, context)}
     exec(source, namespace)
     return namespace["unpacking"], namespace["packing"]
