@@ -22,6 +22,8 @@ A checkpoint row holds a paused run's checkpoint (``body``, as `encode_checkpoin
 it), with what the statements test in columns: its stage, who claims it until when, and when
 it expires. A change to it is an ``UPDATE ... WHERE claim = mine`` in the transaction that
 also commits the session (and writes the next checkpoint), so the three apply together.
+Listing the checkpoints that wait for decisions selects the ``paused``, unexpired, unclaimed
+rows by those columns, and decodes them to sort and filter them.
 
 The commit is written once, as steps (`commit_steps`) that each store runs on its own
 driver: SQLite's blocking one in a worker thread, PostgreSQL's asynchronous one.

@@ -92,6 +92,39 @@ async def test_paused_runs_are_listed_until_resumed(store: Any) -> None:
     assert await store.list_checkpoints() == []
 
 
+def two_deletes(request: ModelRequest) -> object:
+    """Deletes two files at once, then says what the tools answered."""
+    last = request.messages[-1]
+    if last.role == "user":
+        return tool_calls(("delete_file", {"path": "a.txt"}), ("delete_file", {"path": "b.txt"}))
+    return " ".join(result.content for result in last.tool_results)
+
+
+async def test_a_reply_that_pauses_again_lists_its_next_checkpoint(store: Any) -> None:
+    """One call at a time: the resumed reply's next checkpoint is listed, the first is not."""
+    deleted.clear()
+    registry = Registry()
+    registry.include(approve(["delete_file"], mode="per_call"))
+    model = FunctionModel(two_deletes)
+    agent = Agent(model, registry=registry, tools=[delete_file], sessions=store)
+    first = (await agent.run("Clean up.", session_id="ada")).unwrap().paused
+    [listed] = await store.list_checkpoints()
+    assert (listed.id, [r.arguments for r in listed.requests]) == (
+        first.checkpoint_id,
+        [{"path": "a.txt"}],
+    )
+    second = (await agent.resume(listed.id, Approve())).unwrap().paused
+    [again] = await store.list_checkpoints()
+    assert (again.id, [r.arguments for r in again.requests]) == (
+        second.checkpoint_id,
+        [{"path": "b.txt"}],
+    )
+    assert again.id != listed.id
+    assert again.session_id == "ada"
+    await agent.resume(again.id, Approve())
+    assert (await store.list_checkpoints(), deleted) == ([], ["a.txt", "b.txt"])
+
+
 async def test_a_claimed_checkpoint_is_listed_only_once_its_claim_lapsed(store: Any) -> None:
     """A resume's claim hides it; a released or lapsed claim shows it again."""
     await store.save_checkpoint(at("cp", NOW - 10))
