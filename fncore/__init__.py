@@ -91,6 +91,8 @@ from fncore.errors import SessionError as SessionError
 from fncore.errors import SubagentError as SubagentError
 from fncore.errors import ToolsUnavailable as ToolsUnavailable
 from fncore.runtime import Agent as Agent
+from fncore.runtime import CheckpointCatalog as CheckpointCatalog
+from fncore.runtime import CheckpointInfo as CheckpointInfo
 from fncore.runtime import CheckpointStore as CheckpointStore
 from fncore.runtime import InMemorySessionStore as InMemorySessionStore
 from fncore.runtime import MCPServer as MCPServer

@@ -34,7 +34,7 @@ FNCORE = {
     "register_state_type", "current_run", "current_metadata",
     "Pause", "PendingRequest", "Paused", "DecisionKind", "Decision", "Approve", "Edit",
     "Reject", "Respond", "CheckpointStore", "Checkpoint", "CheckpointChange", "ChangeResult",
-    "ResumePoint",
+    "ResumePoint", "CheckpointCatalog", "CheckpointInfo",
     "OutputStrategy", "OutputSchema", "MCPServer",
     "Container", "load_container", "Provide", "Provider", "list_provider", "__version__",
     "AgentError", "MiddlewareError", "ModelError", "LoopError", "InvalidPrompt",

@@ -8,6 +8,8 @@ from fncore.runtime._stack import StackDescription
 from fncore.runtime._stream import RunStream
 from fncore.session_stores._memory import InMemorySessionStore
 from fncore.session_stores._protocols import (
+    CheckpointCatalog,
+    CheckpointInfo,
     CheckpointStore,
     SessionCatalog,
     SessionInfo,
@@ -17,6 +19,8 @@ from fncore.session_stores._state_types import register_state_type
 
 __all__ = [
     "Agent",
+    "CheckpointCatalog",
+    "CheckpointInfo",
     "CheckpointStore",
     "InMemorySessionStore",
     "MCPServer",

@@ -1,8 +1,8 @@
 """Session stores chosen by URL: ``memory://``, ``sqlite:///path``, ``postgresql://...``.
 
 fncore's are `InMemorySessionStore`, `SqliteSessionStore` and `PostgresSessionStore`; the
-protocols they meet (`SessionStore`, `CheckpointStore`, `SessionCatalog`) are defined here
-too, and exported by `fncore`.
+protocols they meet (`SessionStore`, `CheckpointStore`, `SessionCatalog`,
+`CheckpointCatalog`) are defined here too, and exported by `fncore`.
 
 `open_session_store` makes the store a URL names; the container makes the one
 ``[sessions] url`` names (by default a SQLite file in fncore's data directory).

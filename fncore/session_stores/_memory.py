@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import final
 
 from fncore.core import ChangeResult, Checkpoint, CheckpointChange, Session, SessionUpdate
-from fncore.session_stores._protocols import SessionInfo
+from fncore.session_stores._listing import clock, listed
+from fncore.session_stores._protocols import CheckpointInfo, SessionInfo
 
 
 @final
@@ -99,6 +101,26 @@ class InMemorySessionStore:
         if change.follow is not None:
             self._checkpoints[change.follow.id] = _kept(change.follow)
         return ChangeResult.OK
+
+    async def list_checkpoints(
+        self,
+        *,
+        limit: int | None = None,
+        agent: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        now: float | None = None,
+    ) -> list[CheckpointInfo]:
+        """The checkpoints waiting for decisions, oldest first (see `CheckpointCatalog`)."""
+        found = listed(
+            self._checkpoints.values(),
+            clock(now, limit),
+            limit=limit,
+            agent=agent,
+            metadata=metadata,
+        )
+        return [
+            replace(i, metadata=MappingProxyType(copy.deepcopy(dict(i.metadata)))) for i in found
+        ]
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session stored, sorted by id."""

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, final, runtime_checkable
 
-from fncore.core import ChangeResult, Checkpoint, CheckpointChange, Session, SessionUpdate
+from fncore.core import (
+    ChangeResult,
+    Checkpoint,
+    CheckpointChange,
+    PendingRequest,
+    Session,
+    SessionUpdate,
+)
 
 
 class SessionStore(Protocol):
@@ -112,4 +120,73 @@ class SessionCatalog(SessionStore, Protocol):
 
     async def delete(self, session_id: str) -> bool:
         """Forget the session; ``False`` if there was none."""
+        ...
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """A paused run waiting for decisions, as `CheckpointCatalog.list_checkpoints` tells it.
+
+    Example:
+        >>> from fncore import PendingRequest
+        >>> ask = PendingRequest("call_1", "delete_file", {"path": "a.txt"}, "Delete a.txt?")
+        >>> info = CheckpointInfo("cp1", "agent", "run1", "ada", 1.0, 2.0, (ask,), {})
+        >>> [(r.call_id, r.tool, r.allowed) for r in info.requests]
+        [('call_1', 'delete_file', ('approve', 'edit', 'reject', 'respond'))]
+    """
+
+    id: str
+    """The checkpoint's id: pass it to ``Agent.resume`` with the decisions."""
+    agent: str
+    """The name of the agent that paused (only an agent built the same way resumes it)."""
+    run_id: str
+    """The paused run's id."""
+    session_id: str | None
+    """The session the run continues, if any."""
+    created: float
+    """When the run paused (seconds since the epoch)."""
+    expires: float
+    """When it can no longer be resumed."""
+    requests: tuple[PendingRequest, ...]
+    """What it waits for, in call order: each call's id, tool, arguments, the description
+    shown to the person deciding, and the decisions allowed."""
+    metadata: Mapping[str, object]
+    """The run's request metadata (a tenant or user, say)."""
+
+
+@runtime_checkable
+class CheckpointCatalog(CheckpointStore, Protocol):
+    """A `CheckpointStore` that can also list the checkpoints waiting for decisions.
+
+    Every store fncore makes is one; an approvals inbox needs one. A checkpoint is listed
+    while it waits: from the pause until a resume claims it (and again if that resume
+    fails before taking its decisions and gives the claim up, or dies and its claim
+    lapses), and never once expired.
+
+    Example:
+        >>> from fncore import InMemorySessionStore
+        >>> isinstance(InMemorySessionStore(), CheckpointCatalog)
+        True
+    """
+
+    async def list_checkpoints(
+        self,
+        *,
+        limit: int | None = None,
+        agent: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        now: float | None = None,
+    ) -> list[CheckpointInfo]:
+        """The checkpoints waiting for decisions, oldest first (then by id).
+
+        Args:
+            limit: List at most this many (the oldest).
+            agent: Only the checkpoints of the agent of this name.
+            metadata: Only the checkpoints whose run metadata holds each of these items.
+            now: The time to judge claims and expiry by (default: the clock's).
+
+        Raises:
+            ValueError: if ``limit`` is negative.
+        """
         ...

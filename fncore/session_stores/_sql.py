@@ -22,6 +22,8 @@ A checkpoint row holds a paused run's checkpoint (``body``, as `encode_checkpoin
 it), with what the statements test in columns: its stage, who claims it until when, and when
 it expires. A change to it is an ``UPDATE ... WHERE claim = mine`` in the transaction that
 also commits the session (and writes the next checkpoint), so the three apply together.
+Listing the checkpoints that wait for decisions selects the ``paused``, unexpired, unclaimed
+rows by those columns, and decodes them to sort and filter them.
 
 The commit is written once, as steps (`commit_steps`) that each store runs on its own
 driver: SQLite's blocking one in a worker thread, PostgreSQL's asynchronous one.
@@ -30,7 +32,7 @@ driver: SQLite's blocking one in a worker thread, PostgreSQL's asynchronous one.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar, final
@@ -58,7 +60,8 @@ from fncore.session_stores._errors import (
     SessionStoreCorrupt,
     SessionStoreError,
 )
-from fncore.session_stores._protocols import SessionInfo
+from fncore.session_stores._listing import clock, listed
+from fncore.session_stores._protocols import CheckpointInfo, SessionInfo
 
 SCHEMA_VERSION = 2
 """The schema version this fncore writes; a store recorded at a higher one is refused."""
@@ -103,6 +106,12 @@ CLAIM_CHECKPOINT = """
 UPDATE fncore_checkpoints SET claim = ?, claim_until = ?
 WHERE id = ? AND stage <> 'done' AND (claim = '' OR claim_until < ?)
 """
+LIST_CHECKPOINTS = """
+SELECT body, claim, claim_until FROM fncore_checkpoints
+WHERE stage = 'paused' AND expires >= ? AND (claim = '' OR claim_until < ?)
+"""
+"""The rows of the checkpoints waiting for decisions (`waiting`), in no order: a
+checkpoint's creation time is in its body, so the store decodes them and sorts."""
 CHANGE_CHECKPOINT = """
 UPDATE fncore_checkpoints SET stage = ?, claim = ?, claim_until = ?, expires = ?, body = ?
 WHERE id = ? AND claim = ?
@@ -433,6 +442,27 @@ class SqlSessionStore:
             self._remember(update, written, values)
         return result
 
+    async def list_checkpoints(
+        self,
+        *,
+        limit: int | None = None,
+        agent: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        now: float | None = None,
+    ) -> list[CheckpointInfo]:
+        """The checkpoints waiting for decisions, oldest first (see `CheckpointCatalog`).
+
+        Every waiting checkpoint is read and decoded, then filtered and sorted.
+
+        Raises:
+            ValueError: if ``limit`` is negative.
+            SessionStoreError: if the store cannot be read (see the subclasses).
+        """
+        at = clock(now, limit)
+        rows = await self._engine.transaction(_list_checkpoint_steps(at))
+        found = (decode_checkpoint(body, str(claim), float(until)) for body, claim, until in rows)
+        return listed(found, at, limit=limit, agent=agent, metadata=metadata)
+
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session stored (id, version, number of messages), sorted by id.
 
@@ -444,6 +474,11 @@ class SqlSessionStore:
 
 def _read_steps(checkpoint_id: str) -> Steps[list[tuple[Any, ...]]]:
     rows: list[tuple[Any, ...]] = yield Step(READ_CHECKPOINT, (checkpoint_id,), "all")
+    return rows
+
+
+def _list_checkpoint_steps(now: float) -> Steps[list[tuple[Any, ...]]]:
+    rows: list[tuple[Any, ...]] = yield Step(LIST_CHECKPOINTS, (now, now), "all")
     return rows
 
 
