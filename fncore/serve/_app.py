@@ -8,10 +8,10 @@ Routes::
     GET  /healthz               {"status": "ok"} while the process serves
 
 Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
-400 for a malformed or refused request (the field named), 404 for an unknown model or
-path, 413 for a body over ``max_body_bytes``, 409 for a run paused for approval (with its
-checkpoint id and pending calls), 429/502/500 for a run that failed on a limit, on the
-model, or otherwise. Nothing answers with a traceback.
+400 for a malformed request (the field named) or one that brings its own tools, 404 for
+an unknown model or path, 413 for a body over ``max_body_bytes``, 409 for a run paused for
+approval (with its checkpoint id and pending calls), 429/502/500 for a run that failed on
+a limit, on the model, or otherwise. Nothing answers with a traceback.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fncore.core import AgentError, Message, RunCompleted, RunOutcome, TextDelta
-from fncore.errors import InvalidHistory, InvalidPrompt, LimitExceeded, ModelError
+from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
 from fncore.serve._settings import ServeSettings
 from fncore.serve._wire import (
@@ -49,8 +49,6 @@ from fncore.serve._wire import (
 __all__ = ["create_app"]
 
 _STATUS_OF_ERROR: tuple[tuple[type[AgentError], int, str], ...] = (
-    (InvalidPrompt, 400, "invalid_request_error"),
-    (InvalidHistory, 400, "invalid_request_error"),
     (LimitExceeded, 429, "rate_limit_exceeded"),
     (ModelError, 502, "upstream_error"),
 )
@@ -188,12 +186,10 @@ class _ChatCompletions:
         return JSONResponse({"status": "ok"})
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
+async def _http_error(request: Request, exc: HTTPException) -> Response:
     """Starlette's own errors (unknown path, wrong method) in OpenAI's shape."""
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    detail = exc.detail if isinstance(exc, HTTPException) else "internal server error"
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    return JSONResponse(error_body(detail, kind), status_code=status)
+    body = error_body(exc.detail, "invalid_request_error")
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
 def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Starlette:
@@ -233,6 +229,6 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
             Route("/v1/models", endpoints.models, methods=["GET"]),
             Route("/healthz", endpoints.health, methods=["GET"]),
         ],
-        exception_handlers={HTTPException: _http_error, Exception: _http_error},
+        exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,
     )

@@ -13,11 +13,12 @@ from openai.types.chat import (
     ChatCompletionMessageToolCallUnionParam,
     ChatCompletionToolUnionParam,
 )
+from pydantic import BaseModel
 from served import add
 from starlette.applications import Starlette
 
-from fncore import Agent, Registry
-from fncore.middleware import approve
+from fncore import Agent, LoopSettings, Registry
+from fncore.middleware import approve, limit_calls
 from fncore.serve import ServeSettings, create_app
 from fncore.testing import ScriptedModel, TestModel
 
@@ -92,6 +93,18 @@ def test_the_stream_helper_accumulates_the_answer(serve: Serve, agent: Agent) ->
     with client.chat.completions.stream(model="fncore", messages=USER) as stream:
         final = stream.get_final_completion()
     assert final.choices[0].message.content == "add: 5"
+
+
+class Sum(BaseModel):
+    total: int
+
+
+def test_a_structured_output_is_answered_as_json(serve: Serve) -> None:
+    """An agent with an ``output_type`` answers with its validated value as JSON text."""
+    agent = Agent(TestModel(), registry=Registry(), tools=[add], output_type=Sum)
+    client = serve(create_app(agent))
+    reply = client.chat.completions.create(model="fncore", messages=USER)
+    assert Sum.model_validate_json(reply.choices[0].message.content or "") == Sum(total=2)
 
 
 def test_models_lists_the_one_model(serve: Serve, agent: Agent) -> None:
@@ -178,6 +191,10 @@ def test_limits_on_messages_and_body_size(serve: Serve, agent: Agent) -> None:
     with pytest.raises(openai.APIStatusError, match="larger than this server accepts") as large:
         client.chat.completions.create(model="fncore", messages=big)
     assert large.value.status_code == 413
+    chunked = iter([b'{"model": "fncore", "messages": [', b" " * 400, b"]}"])
+    with pytest.raises(openai.APIStatusError, match="larger than this server accepts") as streamed:
+        client.post("/chat/completions", content=chunked, cast_to=object)
+    assert streamed.value.status_code == 413
     reply = client.chat.completions.create(model="fncore", messages=USER)
     assert reply.choices[0].message.content == "add: 5"
 
@@ -228,6 +245,29 @@ def test_a_failed_run_answers_with_its_message_and_no_traceback(serve: Serve) ->
     stream = client.chat.completions.create(model="fncore", messages=USER, stream=True)
     with pytest.raises(openai.APIError, match="has no reply left"):
         list(stream)
+
+
+def test_a_run_that_fails_in_the_loop_is_a_500(serve: Serve) -> None:
+    """Any other failure is the server's: a 500 naming the error type."""
+    agent = Agent(
+        TestModel(), registry=Registry(), tools=[add], settings=LoopSettings(max_iterations=1)
+    )
+    client = serve(create_app(agent))
+    with pytest.raises(openai.InternalServerError) as caught:
+        client.chat.completions.create(model="fncore", messages=USER)
+    assert caught.value.status_code == 500
+    assert caught.value.body["type"] == "server_error"  # type: ignore[index]
+    assert caught.value.body["code"] == "MaxIterationsReached"  # type: ignore[index]
+
+
+def test_a_run_over_its_limits_is_a_429(serve: Serve) -> None:
+    """A limit the agent's middleware enforces answers 429, with the error type as code."""
+    registry = limit_calls(model_calls_per_reply=1, exit="error")
+    client = serve(create_app(Agent(TestModel(), registry=registry, tools=[add])))
+    with pytest.raises(openai.RateLimitError) as caught:
+        client.chat.completions.create(model="fncore", messages=USER)
+    assert caught.value.body["code"] == "CallLimitExceeded"  # type: ignore[index]
+    assert caught.value.response.headers["x-should-retry"] == "false"
 
 
 def test_health_and_unknown_paths(serve: Serve, agent: Agent) -> None:
