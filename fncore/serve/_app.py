@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from fncore.core import AgentError, Message, RunCompleted, RunOutcome, TextDelta
+from fncore.core import AgentError, Message, RunOutcome, TextDelta
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
 from fncore.serve._settings import ServeSettings
@@ -156,15 +156,11 @@ class _ChatCompletions:
         completion_id, created = new_id(), int(time.time())
         yield {"data": _dumps(chunk(completion_id, created, model, {"role": "assistant"}))}
         stream = self.agent.stream(prompt)
-        outcome: RunOutcome[Any] | None = None
         async for event in stream:
             if type(event) is TextDelta:
                 delta = {"content": event.text}
                 yield {"data": _dumps(chunk(completion_id, created, model, delta))}
-            elif type(event) is RunCompleted:
-                outcome = event.outcome
-        if outcome is None:  # pragma: no cover - a stream always ends with RunCompleted
-            return
+        outcome = await stream.result()
         status, body = self._answer(outcome)
         if status != 200:
             yield {"data": _dumps(body)}
