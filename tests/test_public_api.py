@@ -15,6 +15,7 @@ import fncore.core
 import fncore.errors
 import fncore.events
 import fncore.middleware
+import fncore.serve
 import fncore.settings
 import fncore.stores
 import fncore.testing
@@ -258,6 +259,12 @@ def test_adapter_objects_show_the_public_module() -> None:
     assert fncore.adapter.ProviderModel.__module__ == "fncore.adapter"
     assert fncore.adapter.redact_url.__module__ == "fncore.adapter"
     assert fncore.adapter.error_for_status.__module__ == "fncore.adapter"
+
+
+def test_serve_exports_the_app_factory_and_its_settings() -> None:
+    assert fncore.serve.__all__ == ["ServeSettings", "create_app"]
+    assert fncore.serve.create_app.__module__ == "fncore.serve"
+    assert fncore.serve.ServeSettings.__module__ == "fncore.serve"
 
 
 def test_version_is_the_installed_distribution_version() -> None:

@@ -13,6 +13,7 @@ import fncore
 import fncore.adapter
 import fncore.errors
 import fncore.events
+import fncore.serve
 import fncore.settings
 import fncore.stores
 import fncore.testing
@@ -23,6 +24,7 @@ DOCUMENTED_MODULES = [
     fncore,
     fncore.errors,
     fncore.events,
+    fncore.serve,
     fncore.settings,
     fncore.stores,
     fncore.testing,

@@ -1,0 +1,230 @@
+"""`create_app`: an agent behind OpenAI's chat-completions API, as a Starlette app.
+
+Routes::
+
+    POST /v1/chat/completions   the request's messages are the run's input; the answer
+                                comes back whole, or streamed as SSE chunks
+    GET  /v1/models             the one model: the agent, under ServeSettings.model_name
+    GET  /healthz               {"status": "ok"} while the process serves
+
+Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
+400 for a malformed request (the field named) or one that brings its own tools, 404 for
+an unknown model or path, 413 for a body over ``max_body_bytes``, 409 for a run paused for
+approval (with its checkpoint id and pending calls), 429/502/500 for a run that failed on
+a limit, on the model, or otherwise. Nothing answers with a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from pydantic_core import to_json
+from returns.result import Failure
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from fncore.core import AgentError, Message, RunOutcome, TextDelta
+from fncore.errors import LimitExceeded, ModelError
+from fncore.runtime import Agent
+from fncore.serve._settings import ServeSettings
+from fncore.serve._wire import (
+    ChatRequest,
+    RequestError,
+    chunk,
+    completion,
+    error_body,
+    new_id,
+    parse_request,
+    paused_body,
+)
+
+__all__ = ["create_app"]
+
+_STATUS_OF_ERROR: tuple[tuple[type[AgentError], int, str], ...] = (
+    (LimitExceeded, 429, "rate_limit_exceeded"),
+    (ModelError, 502, "upstream_error"),
+)
+"""How a failed run answers, by error type, first match; any other error is a 500."""
+
+
+_NO_RETRY = {"x-should-retry": "false"}
+"""Tells OpenAI's SDKs not to retry (they honour this header before the status)."""
+
+
+def _dumps(body: Mapping[str, object]) -> str:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+def _text(output: object) -> str:
+    """The answer's text: the output itself, or a structured output as JSON."""
+    return output if isinstance(output, str) else to_json(output).decode()
+
+
+def _failed(error: AgentError) -> tuple[int, dict[str, object]]:
+    """The status and body a run that failed with ``error`` answers with."""
+    for kind, status, name in _STATUS_OF_ERROR:
+        if isinstance(error, kind):
+            return status, error_body(str(error), name, code=type(error).__name__)
+    return 500, error_body(str(error), "server_error", code=type(error).__name__)
+
+
+def _refused(error: RequestError) -> JSONResponse:
+    body = error_body(error.message, error.kind, param=error.param, code=error.code)
+    return JSONResponse(body, status_code=error.status)
+
+
+class _ChatCompletions:
+    """The endpoints of one app: the agent, its settings, and a method per route."""
+
+    __slots__ = ("agent", "settings")
+
+    def __init__(self, agent: Agent[Any], settings: ServeSettings) -> None:
+        self.agent = agent
+        self.settings = settings
+
+    async def _body(self, request: Request) -> bytes:
+        """The request's body, refused (413) as soon as it passes ``max_body_bytes``."""
+        limit = self.settings.max_body_bytes
+        too_large = RequestError(
+            f"the request body is larger than this server accepts ({limit} bytes)",
+            status=413,
+            code="request_too_large",
+        )
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise too_large
+        parts: list[bytes] = []
+        size = 0
+        async for part in request.stream():
+            size += len(part)
+            if size > limit:
+                raise too_large
+            parts.append(part)
+        return b"".join(parts)
+
+    async def _request(self, request: Request) -> ChatRequest:
+        chat = parse_request(await self._body(request), self.settings.max_messages)
+        if chat.model != self.settings.model_name:
+            msg = (
+                f"model {chat.model!r} does not exist here; this server serves "
+                f"{self.settings.model_name!r} (see GET /v1/models)"
+            )
+            raise RequestError(msg, status=404, param="model", code="model_not_found")
+        return chat
+
+    async def chat(self, request: Request) -> Response:
+        """``POST /v1/chat/completions``."""
+        try:
+            chat = await self._request(request)
+            prompt = chat.prompt()
+        except RequestError as error:
+            return _refused(error)
+        if chat.stream:
+            return EventSourceResponse(self._chunks(chat, prompt))
+        outcome = await self.agent.run(prompt)
+        status, body = self._answer(outcome)
+        # A run's answer is final: OpenAI's SDKs would otherwise retry a 409 or a 5xx,
+        # running the agent (and its tools) again.
+        headers = None if status == 200 else _NO_RETRY
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    def _answer(self, outcome: RunOutcome[Any]) -> tuple[int, dict[str, object]]:
+        if isinstance(outcome, Failure):
+            return _failed(outcome.failure())
+        result = outcome.unwrap()
+        if result.paused is not None:
+            return 409, paused_body(result.paused.checkpoint_id, result.paused.requests)
+        return 200, completion(self.settings.model_name, _text(result.output), result.usage)
+
+    async def _chunks(
+        self, chat: ChatRequest, prompt: tuple[Message, ...]
+    ) -> AsyncIterator[dict[str, str]]:
+        """The SSE events of a streamed answer: the text deltas as they come, then the end.
+
+        A run that fails or pauses ends the stream with an ``error`` event instead (the
+        status is already sent): the body a non-streaming request would have answered.
+        """
+        model = self.settings.model_name
+        completion_id, created = new_id(), int(time.time())
+        yield {"data": _dumps(chunk(completion_id, created, model, {"role": "assistant"}))}
+        stream = self.agent.stream(prompt)
+        async for event in stream:
+            if type(event) is TextDelta:
+                delta = {"content": event.text}
+                yield {"data": _dumps(chunk(completion_id, created, model, delta))}
+        outcome = await stream.result()
+        status, body = self._answer(outcome)
+        if status != 200:
+            yield {"data": _dumps(body)}
+            return
+        yield {"data": _dumps(chunk(completion_id, created, model, {}, finish_reason="stop"))}
+        options = chat.stream_options
+        if options is not None and options.include_usage:
+            usage = outcome.unwrap().usage
+            yield {"data": _dumps(chunk(completion_id, created, model, None, usage=usage))}
+        yield {"data": "[DONE]"}
+
+    async def models(self, request: Request) -> Response:
+        """``GET /v1/models``: the one model this server serves."""
+        model = {"id": self.settings.model_name, "object": "model", "created": 0}
+        return JSONResponse({"object": "list", "data": [{**model, "owned_by": "fncore"}]})
+
+    async def health(self, request: Request) -> Response:
+        """``GET /healthz``: the process is alive."""
+        return JSONResponse({"status": "ok"})
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    """Starlette's own errors (unknown path, wrong method) in OpenAI's shape."""
+    body = error_body(exc.detail, "invalid_request_error")
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Starlette:
+    """An ASGI app that serves ``agent`` through OpenAI's chat-completions API.
+
+    The agent's tools run on the server: a client sees the final answer and the whole
+    run's ``usage``. Run the app with any ASGI server (``uvicorn``), or mount it in your own
+    Starlette or FastAPI app. Its lifespan connects the agent (its MCP servers start) and
+    closes it at shutdown; mounted apps get no lifespan, and the agent connects at its
+    first run instead.
+
+    Args:
+        agent: The agent to serve.
+        settings: The served model's name and the request limits (default:
+            ``ServeSettings()``).
+
+    Returns:
+        The Starlette app.
+
+    Example:
+        >>> from fncore import Agent, Registry
+        >>> from fncore.testing import TestModel
+        >>> app = create_app(Agent(TestModel(), registry=Registry()))
+        >>> sorted(route.path for route in app.routes)
+        ['/healthz', '/v1/chat/completions', '/v1/models']
+    """
+    endpoints = _ChatCompletions(agent, settings or ServeSettings())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with agent:
+            yield
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", endpoints.chat, methods=["POST"]),
+            Route("/v1/models", endpoints.models, methods=["GET"]),
+            Route("/healthz", endpoints.health, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
+        lifespan=lifespan,
+    )
