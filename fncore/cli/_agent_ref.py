@@ -67,7 +67,10 @@ def _import(ref: str, module_name: str) -> Result[Any, AgentRefError]:
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if missing == module_name or module_name.startswith(missing + "."):
-            msg = f"agent {ref!r}: no module named {missing!r} (looked in {cwd} and sys.path)"
+            msg = (
+                f"agent {ref!r}: no module named {missing!r} "
+                "(looked in the current directory and sys.path)"
+            )
             return Failure(AgentRefError(ref, "module", msg))
         problem = exc
     except Exception as exc:  # the user's module raised: say so, whatever it was
