@@ -134,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description=(
-            "Run fncore's example agent, show its middleware stack, or look after the "
-            "sessions it keeps."
+            "Run your agent (--agent) or fncore's example agent, show its middleware stack, "
+            "or look after the sessions it keeps."
         ),
         epilog="The trace of what each middleware saw goes to stderr; answers go to stdout.",
     )
@@ -144,10 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser(
         "run",
-        help="answer a prompt with the example agent",
+        help="answer a prompt with the agent (--agent, else the example agent)",
         description=(
-            "Answer PROMPT with the example agent (tools add, multiply, word_count) on the "
-            "configured model; the answer goes to stdout, the middleware trace to stderr."
+            "Answer PROMPT with your agent (--agent) or the example agent (tools add, "
+            "multiply, word_count) on the configured model; the answer goes to stdout, the "
+            "middleware trace to stderr."
         ),
     )
     run.add_argument("prompt", metavar="PROMPT", help="the user's message")
@@ -169,16 +170,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_shared(run, top=False)
     stack = commands.add_parser(
         "stack",
-        help="print the example agent's middleware, position by position",
-        description="Print the example agent's onion: each position's middleware, outermost first.",
+        help="print the agent's middleware, position by position",
+        description="Print the agent's onion: each position's middleware, outermost first.",
     )
     _add_agent(stack)
     _add_shared(stack, top=False)
     tools = commands.add_parser(
         "tools",
-        help="list the tools the example agent offers, and where each comes from",
+        help="list the tools the agent offers, and where each comes from",
         description=(
-            "List every tool the example agent offers (its own functions and the tools of "
+            "List every tool the agent offers (its own functions and the tools of "
             "the MCP servers the configuration names), one per line: the name, then where "
             "it comes from (function, tool source NAME, mcp server NAME)."
         ),
@@ -190,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         "resume",
         help="finish a run that paused for approval",
         description=(
-            "Finish a run of the example agent that paused for approval (its checkpoint id "
+            "Finish a run of the agent that paused for approval (its checkpoint id "
             "was the last line 'fncore run' printed), deciding every waiting call."
         ),
     )
