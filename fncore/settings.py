@@ -115,6 +115,10 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    ref: str | None = None
+    """Your agent for the command line, ``module:attr`` (as ``--agent`` takes it); ``None``:
+    the example agent."""
+
     instructions: str = ""
     """The base system prompt, before ``system_prompt`` transformers."""
     output_strategy: Literal["auto", "native", "tool"] = "auto"
@@ -422,8 +426,9 @@ def load_settings(
             unknown key, a wrong type or value, or an unknown model kind.
 
     Example:
-        >>> load_settings(environ={"FNCORE_AGENT__INSTRUCTIONS": "English #1 priority"}).agent
-        AgentConfig(instructions='English #1 priority', output_strategy='auto', output_retries=1)
+        >>> s = load_settings(environ={"FNCORE_AGENT__INSTRUCTIONS": "English #1 priority"})
+        >>> s.agent.instructions, s.agent.ref
+        ('English #1 priority', None)
     """
     file = None if path is None else Path(path)
     env = dict(os.environ if environ is None else environ)

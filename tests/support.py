@@ -74,11 +74,12 @@ def follow_up(response: ModelResponse, tools: tuple[ToolSpec, ...]) -> ModelRequ
 
 
 def run_fncore(
-    home: Path, *args: str, environ: Mapping[str, str] | None = None
+    home: Path, *args: str, environ: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``fncore`` script in a subprocess, with ``FNCORE_HOME=home``.
 
-    The runner's own ``FNCORE_*`` variables are left out; ``environ`` adds variables.
+    The runner's own ``FNCORE_*`` variables are left out; ``environ`` adds variables; it runs
+    in ``cwd`` (default: this process's current directory).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("FNCORE_")}
     env["FNCORE_HOME"] = str(home)
@@ -86,5 +87,11 @@ def run_fncore(
     script = Path(sys.executable).parent / "fncore"
     command = [str(script)] if script.exists() else [sys.executable, "-m", "fncore.cli"]
     return subprocess.run(
-        [*command, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
     )

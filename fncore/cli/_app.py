@@ -85,6 +85,18 @@ def _add_shared(parser: argparse.ArgumentParser, *, top: bool, model: bool = Tru
     )
 
 
+def _add_agent(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent",
+        metavar="MODULE:ATTR",
+        help=(
+            "your agent: an Agent, or a function of no arguments (perhaps async) that returns "
+            "one, importable from the current directory (configuration agent.ref; default: "
+            "the example agent)"
+        ),
+    )
+
+
 def _session_name(text: str) -> str:
     if not text.strip():
         msg = "a session name must not be empty"
@@ -122,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description=(
-            "Run fncore's example agent, show its middleware stack, or look after the "
-            "sessions it keeps."
+            "Run your agent (--agent) or fncore's example agent, show its middleware stack, "
+            "or look after the sessions it keeps."
         ),
         epilog="The trace of what each middleware saw goes to stderr; answers go to stdout.",
     )
@@ -132,10 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser(
         "run",
-        help="answer a prompt with the example agent",
+        help="answer a prompt with the agent (--agent, else the example agent)",
         description=(
-            "Answer PROMPT with the example agent (tools add, multiply, word_count) on the "
-            "configured model; the answer goes to stdout, the middleware trace to stderr."
+            "Answer PROMPT with your agent (--agent) or the example agent (tools add, "
+            "multiply, word_count) on the configured model; the answer goes to stdout, the "
+            "middleware trace to stderr."
         ),
     )
     run.add_argument("prompt", metavar="PROMPT", help="the user's message")
@@ -153,29 +166,32 @@ def build_parser() -> argparse.ArgumentParser:
         type=_session_name,
         help="continue the session NAME (made if new) and save this turn to it",
     )
+    _add_agent(run)
     _add_shared(run, top=False)
     stack = commands.add_parser(
         "stack",
-        help="print the example agent's middleware, position by position",
-        description="Print the example agent's onion: each position's middleware, outermost first.",
+        help="print the agent's middleware, position by position",
+        description="Print the agent's onion: each position's middleware, outermost first.",
     )
+    _add_agent(stack)
     _add_shared(stack, top=False)
     tools = commands.add_parser(
         "tools",
-        help="list the tools the example agent offers, and where each comes from",
+        help="list the tools the agent offers, and where each comes from",
         description=(
-            "List every tool the example agent offers (its own functions and the tools of "
+            "List every tool the agent offers (its own functions and the tools of "
             "the MCP servers the configuration names), one per line: the name, then where "
             "it comes from (function, tool source NAME, mcp server NAME)."
         ),
     )
+    _add_agent(tools)
     _add_shared(tools, top=False)
     _add_sessions(commands)
     resume = commands.add_parser(
         "resume",
         help="finish a run that paused for approval",
         description=(
-            "Finish a run of the example agent that paused for approval (its checkpoint id "
+            "Finish a run of the agent that paused for approval (its checkpoint id "
             "was the last line 'fncore run' printed), deciding every waiting call."
         ),
     )
@@ -188,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="with --reject: what the model is told (default: the user rejected the call)",
     )
+    _add_agent(resume)
     _add_shared(resume, top=False)
     return parser
 
@@ -209,17 +226,18 @@ def _run(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
         stream=args.stream,
         spans=args.trace,
         session=args.session,
+        ref=args.agent,
     )
     return EXIT_OK
 
 
 def _stack(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
-    stack_command(config=args.config, settings=settings)
+    stack_command(config=args.config, settings=settings, ref=args.agent)
     return EXIT_OK
 
 
 def _tools(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
-    tools_command(config=args.config, settings=settings, out=sys.stdout)
+    tools_command(config=args.config, settings=settings, out=sys.stdout, ref=args.agent)
     return EXIT_OK
 
 
@@ -237,7 +255,7 @@ def _resume(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
         msg = "--message goes with --reject"
         raise UsageError(msg)
     decision = Approve() if args.approve else Reject(*([args.message] if args.message else []))
-    resume_command(args.checkpoint, decision, config=args.config, settings=settings)
+    resume_command(args.checkpoint, decision, config=args.config, settings=settings, ref=args.agent)
     return EXIT_OK
 
 

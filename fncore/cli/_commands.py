@@ -6,7 +6,8 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from returns.result import Failure, Result
@@ -24,6 +25,7 @@ from fncore import (
     load_container,
 )
 from fncore._distribution import install_hint
+from fncore.cli._agent_ref import load_agent
 from fncore.cli._errors import CommandFailed
 from fncore.cli._example import build_example_agent
 from fncore.cli._sessions import open_store
@@ -96,15 +98,75 @@ def example_agent(
         ConfigError: for a bad file, key, value or model kind.
         RegistrationError: if the stack cannot be built.
     """
+    container = _container(config, settings)
+    return container, _example(container, trace, spans)
+
+
+def _container(config: str | None, settings: Mapping[str, Any]) -> Container:
     container: Container = load_container(config, overrides=settings)
     # The MCP SDK logs a server's garbage with a traceback; errors here are one line.
     logging.getLogger("mcp").addHandler(logging.NullHandler())
+    return container
+
+
+def _example(container: Container, trace: Trace, spans: TracerProvider | None) -> Agent:
     outermost = None
     if spans is not None:
         taken = {r.name for r in container.registry().middleware}
         name = "cli_trace" if "trace" in taken else "trace"
         outermost = trace_builtin(tracer_provider=spans, name=name)
-    return container, build_example_agent(container, trace, outermost)
+    return build_example_agent(container, trace, outermost)
+
+
+_MODEL_FLAGS = {"kind": "--provider", "name": "--model", "base_url": "--base-url"}
+"""The flag that sets each ``[model]`` key (see `overrides`)."""
+
+
+async def chosen_agent(
+    ref: str | None,
+    config: str | None,
+    settings: Mapping[str, Any],
+    trace: Trace = to_stderr,
+    spans: TracerProvider | None = None,
+) -> tuple[Container, Agent]:
+    """The agent a command works with: ``--agent``, else ``[agent] ref``, else the example.
+
+    ``ref`` is ``--agent``; without it or ``[agent] ref``, it is `example_agent`'s.
+
+    Your agent (see `load_agent`) brings its own model and middleware, so the model flags
+    (``settings``) and ``spans`` (``--trace``) are refused with it rather than ignored.
+
+    Raises:
+        ConfigError: for bad configuration, or model flags or ``--trace`` with your agent.
+        RegistrationError: if the example's stack cannot be built.
+        CommandFailed: if ``ref`` gives no agent (one line: `AgentRefError`'s message).
+    """
+    container = _container(config, settings)
+    ref = ref or container.config.agent.ref()
+    if ref is None:
+        return container, _example(container, trace, spans)
+    flags = [_MODEL_FLAGS[key] for key in settings.get("model", {})]
+    flags += ["--trace"] if spans is not None else []
+    if flags:
+        msg = (
+            f"{', '.join(flags)} {'applies' if len(flags) == 1 else 'apply'} to the example "
+            f"agent only; agent {ref!r} brings its own model and middleware"
+        )
+        raise ConfigError(msg)
+    loaded = await load_agent(ref)
+    if isinstance(loaded, Failure):
+        raise CommandFailed(str(loaded.failure()))
+    return container, loaded.unwrap()
+
+
+@asynccontextmanager
+async def opened(container: Container, agent: Agent) -> AsyncIterator[Agent]:
+    """``agent`` until the block ends, then closed (`Agent.aclose`) with ``container``."""
+    async with container:  # closes the model's connections and the store at the end
+        try:
+            yield agent
+        finally:
+            await agent.aclose()
 
 
 def span_provider() -> PrintingProvider:
@@ -242,26 +304,27 @@ def run_command(
     stream: bool,
     spans: bool = False,
     session: str | None = None,
+    ref: str | None = None,
 ) -> None:
-    """``fncore run``: build the example agent and answer ``prompt`` on stdout.
+    """``fncore run``: answer ``prompt`` on stdout with the chosen agent (`chosen_agent`).
 
     With ``spans`` (``--trace``), the run's OpenTelemetry spans are printed to stderr too.
-    With ``session``, the run continues that session of the configured store (which is
+    With ``session``, the run continues that session of the agent's store (which is
     opened first, so a store that cannot be used fails before the model is called), and
     commits the turn to it.
 
     Raises:
         ConfigError: for bad configuration, or ``--trace`` without the OpenTelemetry SDK.
         RegistrationError: if the stack cannot be built.
+        CommandFailed: if ``ref`` gives no agent.
         SessionStoreError: if ``session`` is given and the store cannot be opened.
         RunFailed: if the run returns ``Failure``.
     """
     provider = span_provider() if spans else None
-    container, agent = example_agent(config, settings, spans=provider)
     action = stream_prompt if stream else run_prompt
 
     async def run_then_close() -> None:
-        async with container:  # closes the model's connections and the store at the end
+        async with opened(*await chosen_agent(ref, config, settings, spans=provider)) as agent:
             if session is not None:
                 await open_store(agent.sessions)
             await action(agent, prompt, sys.stdout, session)
@@ -279,8 +342,9 @@ def resume_command(
     *,
     config: str | None,
     settings: Mapping[str, Any],
+    ref: str | None = None,
 ) -> None:
-    """``fncore resume``: finish a paused run of the example agent with ``decision``.
+    """``fncore resume``: finish a paused run of the chosen agent with ``decision``.
 
     Every waiting call gets ``decision``. The answer goes to stdout; if the run pauses
     again, it is handled as ``fncore run`` does.
@@ -288,14 +352,14 @@ def resume_command(
     Raises:
         ConfigError: for bad configuration.
         RegistrationError: if the stack cannot be built.
+        CommandFailed: if ``ref`` gives no agent.
         SessionStoreError: if the store cannot be opened.
         RunFailed: if the resume returns ``Failure`` (an unknown checkpoint, say).
         Waiting: if the run paused again with nobody at a terminal to decide.
     """
-    container, agent = example_agent(config, settings)
 
     async def resume_then_close() -> None:
-        async with container:
+        async with opened(*await chosen_agent(ref, config, settings)) as agent:
             await open_store(agent.sessions)
             result = _unwrap(await agent.resume(checkpoint_id, decision))
             result = await settle(agent, result, sys.stdout, terminal_asker())
@@ -304,25 +368,25 @@ def resume_command(
     asyncio.run(resume_then_close())
 
 
-def tools_command(*, config: str | None, settings: Mapping[str, Any], out: TextIO) -> None:
-    """``fncore tools``: every tool the example agent offers, and where each comes from.
+def tools_command(
+    *, config: str | None, settings: Mapping[str, Any], out: TextIO, ref: str | None = None
+) -> None:
+    """``fncore tools``: every tool the chosen agent offers, and where each comes from.
 
-    The configured MCP servers are started and listed, then stopped.
+    Its MCP servers are started and listed, then stopped.
 
     Raises:
         ConfigError: for bad configuration.
         RegistrationError: if the stack cannot be built, two tools share a name, or an MCP
             server cannot be started (`MCPServerError`, naming it).
+        CommandFailed: if ``ref`` gives no agent.
     """
-    container, agent = example_agent(config, settings, trace=lambda _line: None)
 
     async def list_then_close() -> list[tuple[str, str]]:
-        async with container:
-            try:
-                await agent.connect()
-                return [(name, agent.tools[name].source) for name in agent.describe().tools]
-            finally:
-                await agent.aclose()
+        chosen = await chosen_agent(ref, config, settings, trace=lambda _line: None)
+        async with opened(*chosen) as agent:
+            await agent.connect()
+            return [(name, agent.tools[name].source) for name in agent.describe().tools]
 
     rows = [(safe(name), safe(source)) for name, source in asyncio.run(list_then_close())]
     width = max((len(name) for name, _ in rows), default=0)
@@ -330,11 +394,19 @@ def tools_command(*, config: str | None, settings: Mapping[str, Any], out: TextI
         print(f"{name:<{width}}  {source}", file=out)
 
 
-def stack_command(*, config: str | None, settings: Mapping[str, Any]) -> None:
-    """``fncore stack``: print the example agent's onion, position by position.
+def stack_command(
+    *, config: str | None, settings: Mapping[str, Any], ref: str | None = None
+) -> None:
+    """``fncore stack``: print the chosen agent's onion, position by position.
 
     Raises:
         ConfigError: for bad configuration.
         RegistrationError: if the stack cannot be built.
+        CommandFailed: if ``ref`` gives no agent.
     """
-    print(safe(str(example_agent(config, settings)[1].describe()), lines=True))
+
+    async def describe_then_close() -> str:
+        async with opened(*await chosen_agent(ref, config, settings)) as agent:
+            return str(agent.describe())
+
+    print(safe(asyncio.run(describe_then_close()), lines=True))

@@ -1,6 +1,7 @@
 """Run the ```console blocks of README.md and docs/**/*.md, checking what they show.
 
-Each ``$ fncore ...`` line runs in a subprocess, its output compared with the lines under it.
+Each ``$ fncore ...`` line runs in a subprocess, in the repository's root (so ``examples.*``
+imports), its output compared with the lines under it.
 A block runs in a fresh ``FNCORE_HOME``, its commands in order. A command that succeeds must
 print the lines shown on stdout (its trace on stderr is not shown); one that fails must print
 them on stderr. ``NAME=value`` words before ``fncore`` set environment variables.
@@ -60,7 +61,7 @@ def test_console_example_prints_what_it_shows(
             name, _, value = words.pop(0).partition("=")
             environ[name] = value
         assert words[0] == "fncore", f"{path}:{line}: only fncore commands run: {command}"
-        done = run_fncore(tmp_path, *words[1:], environ=environ)
+        done = run_fncore(tmp_path, *words[1:], environ=environ, cwd=ROOT)
         printed = done.stdout if done.returncode == 0 else done.stderr
         assert printed.splitlines() == expected, f"{path}:{line}: {command}\n{done.stderr}"
 
