@@ -54,6 +54,7 @@ __all__ = [
     "MiddlewareEntry",
     "ModelConfig",
     "PluginsConfig",
+    "ServeConfig",
     "SessionsConfig",
     "Settings",
     "load_settings",
@@ -126,6 +127,17 @@ class AgentConfig(BaseModel):
     output")."""
     output_retries: Annotated[int, Field(ge=0)] = 1
     """How many invalid answers go back to the model before the run fails."""
+
+
+class ServeConfig(BaseModel):
+    """The ``[serve]`` section: where ``fncore serve`` listens (its flags win)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    """The address to listen on: a loopback one (``127.0.0.1``, ``::1``, ``localhost``)."""
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000
+    """The port to listen on; ``0`` takes any free one (the line ``serve`` prints says which)."""
 
 
 class MiddlewareEntry(_RedactedUrls):
@@ -282,6 +294,8 @@ class Settings(_RedactedUrls, BaseSettings):
     """Where sessions live."""
     mcp: MCPConfig = MCPConfig()
     """The MCP servers whose tools are offered."""
+    serve: ServeConfig = ServeConfig()
+    """Where ``fncore serve`` listens."""
     app: dict[str, Any] = {}
     """Your own settings, free-form: middleware read them with ``Provide["config.app.x"]``."""
 

@@ -19,6 +19,7 @@ from fncore.cli._commands import (
 )
 from fncore.cli._errors import CommandFailed
 from fncore.cli._logging import cli_logging
+from fncore.cli._serve import serve_command
 from fncore.cli._sessions import ACTIONS, list_command, session_command
 from fncore.cli._text import safe
 from fncore.errors import SessionStoreError
@@ -129,8 +130,45 @@ def _add_sessions(commands: Any) -> None:
         _add_shared(one, top=False, model=False)
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        msg = f"a port is a number from 0 to 65535 (0: any free one), not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return port
+
+
+def _add_serve(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="serve the agent over HTTP with OpenAI's chat-completions API (uvicorn)",
+        description=(
+            "Serve your agent (--agent) or the example agent at /v1/chat/completions, "
+            "/v1/models and /healthz until SIGTERM or Ctrl-C stops it (needs "
+            "fncore-agents[serve]). Only a loopback address is served: API keys are needed "
+            "to serve beyond this machine."
+        ),
+    )
+    serve.add_argument(
+        "--host",
+        metavar="HOST",
+        help="the loopback address to listen on (configuration serve.host; default 127.0.0.1)",
+    )
+    serve.add_argument(
+        "--port",
+        metavar="PORT",
+        type=_port,
+        help="the port to listen on, 0 for any free one (serve.port; default 8000)",
+    )
+    _add_agent(serve)
+    _add_shared(serve, top=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``fncore`` argument parser, with its ``run``, ``stack`` and ``sessions`` commands."""
+    """The ``fncore`` argument parser, with its ``run``, ``stack``, ``serve``, ... commands."""
     parser = _Parser(
         prog=PROG,
         description=(
@@ -187,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_agent(tools)
     _add_shared(tools, top=False)
     _add_sessions(commands)
+    _add_serve(commands)
     resume = commands.add_parser(
         "resume",
         help="finish a run that paused for approval",
@@ -259,12 +298,20 @@ def _resume(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _serve(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    serve_command(
+        config=args.config, settings=settings, host=args.host, port=args.port, ref=args.agent
+    )
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Command] = {
     "run": _run,
     "stack": _stack,
     "tools": _tools,
     "sessions": _sessions,
     "resume": _resume,
+    "serve": _serve,
 }
 """Each command's function, by name (a new command is a parser entry and one line here)."""
 
