@@ -172,15 +172,6 @@ def test_a_host_beyond_this_machine_is_refused(app: Path, host: str) -> None:
     assert "needs API keys" in done.stderr
 
 
-def test_a_host_in_the_config_is_checked_too(app: Path) -> None:
-    """``[serve] host`` beyond this machine is refused as the flag is."""
-    config = app / "fncore.toml"
-    config.write_text('[serve]\nhost = "0.0.0.0"\n')
-    done = run_fncore(app, "serve", "--config", str(config), cwd=app)
-    assert (done.returncode, done.stderr.count("\n")) == (1, 1)
-    assert "will not serve on '0.0.0.0'" in done.stderr
-
-
 @pytest.mark.parametrize("port", ["70000", "-1", "http"])
 def test_a_bad_port_is_one_line(app: Path, port: str) -> None:
     """A port that is not 0..65535 is a bad command line."""
@@ -192,13 +183,20 @@ def test_a_bad_port_is_one_line(app: Path, port: str) -> None:
     )
 
 
-def test_a_bad_port_in_the_config_is_one_line(app: Path) -> None:
-    """``[serve] port`` out of range is bad configuration."""
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('host = "0.0.0.0"', "will not serve on '0.0.0.0': serving beyond this machine"),
+        ("port = 70000", "'serve.port'"),
+    ],
+)
+def test_a_bad_serve_table_is_one_line(app: Path, table: str, said: str) -> None:
+    """``[serve]`` beyond this machine, or out of range, is refused as the flags are."""
     config = app / "fncore.toml"
-    config.write_text("[serve]\nport = 70000\n")
+    config.write_text(f"[serve]\n{table}\n")
     done = run_fncore(app, "serve", "--config", str(config), cwd=app)
     assert (done.returncode, done.stderr.count("\n")) == (1, 1)
-    assert "serve.port" in done.stderr
+    assert said in done.stderr
 
 
 def test_a_port_in_use_is_one_line_and_exit_1(app: Path) -> None:
