@@ -205,10 +205,14 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
     """An ASGI app that serves ``agent`` through OpenAI's chat-completions API.
 
     The agent's tools run on the server: a client sees the final answer and the whole
-    run's ``usage``. Run the app with any ASGI server (``uvicorn``), or mount it in your own
-    Starlette or FastAPI app. Its lifespan connects the agent (its MCP servers start) and
-    closes it at shutdown; mounted apps get no lifespan, and the agent connects at its
-    first run instead.
+    run's ``usage``. An ``fncore-session: NAME`` header continues the stored session NAME
+    from the request's last user message. The app also answers ``GET /readyz`` (the
+    session store and MCP servers are reachable), ``GET /api/sessions`` (and ``GET`` or
+    ``DELETE /api/sessions/{id}``), ``GET /api/stack`` and ``GET /api/tools``.
+
+    Run the app with any ASGI server (``uvicorn``), or mount it in your own Starlette or
+    FastAPI app. Its lifespan connects the agent (its MCP servers start) and closes it at
+    shutdown; mounted apps get no lifespan, and the agent connects at its first run instead.
 
     Args:
         agent: The agent to serve.
