@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import httpx2 as httpx
 import pytest
 from engines import postgres_server
+from mcp_support import http_demo
 from openai import OpenAI
 from served import add, running
 from starlette.applications import Starlette
@@ -16,6 +17,7 @@ from starlette.applications import Starlette
 from fncore import (
     Agent,
     InMemorySessionStore,
+    MCPServer,
     Message,
     ModelRequest,
     PostgresSessionStore,
@@ -25,7 +27,7 @@ from fncore import (
 )
 from fncore.middleware import limit_calls
 from fncore.serve import create_app
-from fncore.testing import FunctionModel, TestModel
+from fncore.testing import FunctionModel, ScriptedModel, TestModel, tool_calls
 
 Serve = Callable[[Starlette], OpenAI]
 
@@ -222,3 +224,26 @@ def test_ready_until_the_session_stores_server_stops(
         assert body["status"] == "not ready"
         assert list(body["problems"]) == ["sessions"]
         assert client.get("/healthz").status_code == 200
+
+
+def test_ready_until_an_mcp_server_stops(http: Callable[[Starlette], httpx.Client]) -> None:
+    """An agent's MCP server counts: once it is gone, ``/readyz`` answers 503 naming it."""
+    with http_demo(token=None) as url:
+        server = MCPServer("web", url=url, tools_ttl=0, timeout=10)
+        model = ScriptedModel([tool_calls(("crash", {})), "it crashed"])
+        app = create_app(Agent(model, registry=Registry(), mcp_servers=[server]))
+        client = http(app)
+        assert client.get("/readyz").json() == {"status": "ready"}
+        tools = client.get("/api/tools").json()["data"]
+        assert {t["source"] for t in tools} == {"mcp server web"}
+        # The served agent calls the server's `crash` tool: its process exits.
+        reply = client.post(
+            "/v1/chat/completions",
+            json={"model": "fncore", "messages": [{"role": "user", "content": "crash"}]},
+        )
+        assert reply.json()["choices"][0]["message"]["content"] == "it crashed"
+        down = client.get("/readyz")
+        assert down.status_code == 503
+        problems = down.json()["problems"]
+        assert list(problems) == ["mcp"]
+        assert "'web'" in problems["mcp"]
