@@ -23,12 +23,20 @@ from starlette.routing import Route
 from fncore.core import RegistrationError
 from fncore.runtime import Agent, SessionCatalog
 from fncore.serve._wire import error_body
-from fncore.session_stores._json import message_doc, values_doc
+from fncore.session_stores._json import message_doc, value_doc
 
 __all__ = ["READY_PROBE", "inspection_routes"]
 
 READY_PROBE = "fncore-readyz-probe"
 """The session id ``/readyz`` loads: a cheap read that needs the store to answer."""
+
+
+def _state_doc(key: str, value: object) -> object:
+    """A state value in its stored JSON form; its ``repr`` if it has none (memory only)."""
+    try:
+        return value_doc(value, f"session state {key!r}")
+    except TypeError:
+        return {"$": "repr", "repr": repr(value)}
 
 
 def _not_found(session_id: str) -> JSONResponse:
@@ -74,7 +82,7 @@ class _Inspection:
                 "id": session.id,
                 "version": session.version,
                 "messages": [message_doc(m) for m in session.messages],
-                "state": values_doc(session.state, "session state"),
+                "state": {k: _state_doc(k, v) for k, v in session.state.items()},
             }
         )
 

@@ -120,17 +120,27 @@ def _stored(store: InMemorySessionStore, session_id: str, *texts: str) -> None:
     assert asyncio.run(store.commit(update)) is not None
 
 
+class Opaque:
+    """A value with no JSON form."""
+
+    def __repr__(self) -> str:
+        return "Opaque()"
+
+
 def test_sessions_are_listed_shown_and_deleted(http: Callable[[Starlette], httpx.Client]) -> None:
     """List, show (messages and state), delete (204), then 404."""
     store = InMemorySessionStore()
     _stored(store, "ada", "hi", "again")
     _stored(store, "bob", "hello")
+    opaque = SessionUpdate("obj", 0, 0, (), {"lock": Opaque()})  # storable in memory only
+    assert asyncio.run(store.commit(opaque)) is not None
     client = http(create_app(Agent(TestModel(), registry=Registry(), sessions=store)))
     listed = client.get("/api/sessions")
     assert listed.status_code == 200
     assert listed.json()["data"] == [
         {"id": "ada", "version": 1, "message_count": 2},
         {"id": "bob", "version": 1, "message_count": 1},
+        {"id": "obj", "version": 1, "message_count": 0},
     ]
     shown = client.get("/api/sessions/ada").json()
     assert shown["id"] == "ada"
@@ -140,12 +150,14 @@ def test_sessions_are_listed_shown_and_deleted(http: Callable[[Starlette], httpx
         {"role": "user", "parts": [{"type": "text", "text": "again"}]},
     ]
     assert shown["state"] == {"seen": 2}
+    state = client.get("/api/sessions/obj").json()["state"]
+    assert state == {"lock": {"$": "repr", "repr": "Opaque()"}}
     assert client.delete("/api/sessions/ada").status_code == 204
     gone = client.get("/api/sessions/ada")
     assert gone.status_code == 404
     assert gone.json()["error"]["code"] == "not_found"
     assert client.delete("/api/sessions/ada").status_code == 404
-    assert [s["id"] for s in client.get("/api/sessions").json()["data"]] == ["bob"]
+    assert [s["id"] for s in client.get("/api/sessions").json()["data"]] == ["bob", "obj"]
 
 
 class LoadOnly:
