@@ -3,9 +3,14 @@
 Routes::
 
     POST /v1/chat/completions   the request's messages are the run's input; the answer
-                                comes back whole, or streamed as SSE chunks
+                                comes back whole, or streamed as SSE chunks. With an
+                                ``fncore-session: NAME`` header, the stored session NAME
+                                continues from the request's last user message instead
     GET  /v1/models             the one model: the agent, under ServeSettings.model_name
     GET  /healthz               {"status": "ok"} while the process serves
+
+and the inspection routes of `fncore.serve._inspect` (``/api/sessions``, ``/api/stack``,
+``/api/tools``, ``/readyz``).
 
 Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
 400 for a malformed request (the field named) or one that brings its own tools, 404 for
@@ -34,6 +39,7 @@ from starlette.routing import Route
 from fncore.core import AgentError, Message, RunOutcome, TextDelta
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
+from fncore.serve._inspect import inspection_routes
 from fncore.serve._settings import ServeSettings
 from fncore.serve._wire import (
     ChatRequest,
@@ -54,6 +60,9 @@ _STATUS_OF_ERROR: tuple[tuple[type[AgentError], int, str], ...] = (
 )
 """How a failed run answers, by error type, first match; any other error is a 500."""
 
+
+SESSION_HEADER = "fncore-session"
+"""The request header naming a stored session to continue."""
 
 _NO_RETRY = {"x-should-retry": "false"}
 """Tells OpenAI's SDKs not to retry (they honour this header before the status)."""
@@ -124,12 +133,16 @@ class _ChatCompletions:
         """``POST /v1/chat/completions``."""
         try:
             chat = await self._request(request)
-            prompt = chat.prompt()
+            session_id = request.headers.get(SESSION_HEADER) or None
+            # A stored session holds the history: only the last user message is new.
+            prompt: str | tuple[Message, ...] = (
+                chat.prompt() if session_id is None else chat.last_user_text()
+            )
         except RequestError as error:
             return _refused(error)
         if chat.stream:
-            return EventSourceResponse(self._chunks(chat, prompt))
-        outcome = await self.agent.run(prompt)
+            return EventSourceResponse(self._chunks(chat, prompt, session_id))
+        outcome = await self.agent.run(prompt, session_id=session_id)
         status, body = self._answer(outcome)
         # A run's answer is final: OpenAI's SDKs would otherwise retry a 409 or a 5xx,
         # running the agent (and its tools) again.
@@ -145,7 +158,7 @@ class _ChatCompletions:
         return 200, completion(self.settings.model_name, _text(result.output), result.usage)
 
     async def _chunks(
-        self, chat: ChatRequest, prompt: tuple[Message, ...]
+        self, chat: ChatRequest, prompt: str | tuple[Message, ...], session_id: str | None
     ) -> AsyncIterator[dict[str, str]]:
         """The SSE events of a streamed answer: the text deltas as they come, then the end.
 
@@ -155,7 +168,7 @@ class _ChatCompletions:
         model = self.settings.model_name
         completion_id, created = new_id(), int(time.time())
         yield {"data": _dumps(chunk(completion_id, created, model, {"role": "assistant"}))}
-        stream = self.agent.stream(prompt)
+        stream = self.agent.stream(prompt, session_id=session_id)
         async for event in stream:
             if type(event) is TextDelta:
                 delta = {"content": event.text}
@@ -192,10 +205,14 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
     """An ASGI app that serves ``agent`` through OpenAI's chat-completions API.
 
     The agent's tools run on the server: a client sees the final answer and the whole
-    run's ``usage``. Run the app with any ASGI server (``uvicorn``), or mount it in your own
-    Starlette or FastAPI app. Its lifespan connects the agent (its MCP servers start) and
-    closes it at shutdown; mounted apps get no lifespan, and the agent connects at its
-    first run instead.
+    run's ``usage``. An ``fncore-session: NAME`` header continues the stored session NAME
+    from the request's last user message. The app also answers ``GET /readyz`` (the
+    session store and MCP servers are reachable), ``GET /api/sessions`` (and ``GET`` or
+    ``DELETE /api/sessions/{id}``), ``GET /api/stack`` and ``GET /api/tools``.
+
+    Run the app with any ASGI server (``uvicorn``), or mount it in your own Starlette or
+    FastAPI app. Its lifespan connects the agent (its MCP servers start) and closes it at
+    shutdown; mounted apps get no lifespan, and the agent connects at its first run instead.
 
     Args:
         agent: The agent to serve.
@@ -209,8 +226,8 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
         >>> from fncore import Agent, Registry
         >>> from fncore.testing import TestModel
         >>> app = create_app(Agent(TestModel(), registry=Registry()))
-        >>> sorted(route.path for route in app.routes)
-        ['/healthz', '/v1/chat/completions', '/v1/models']
+        >>> sorted({route.path for route in app.routes if not route.path.startswith("/api")})
+        ['/healthz', '/readyz', '/v1/chat/completions', '/v1/models']
     """
     endpoints = _ChatCompletions(agent, settings or ServeSettings())
 
@@ -224,6 +241,7 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
             Route("/v1/chat/completions", endpoints.chat, methods=["POST"]),
             Route("/v1/models", endpoints.models, methods=["GET"]),
             Route("/healthz", endpoints.health, methods=["GET"]),
+            *inspection_routes(agent),
         ],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,

@@ -132,6 +132,18 @@ class ChatRequest(BaseModel):
                 messages.append(Message.assistant(message.text()))
         return tuple(messages)
 
+    def last_user_text(self) -> str:
+        """The text of the request's last user message: a stored session's next turn.
+
+        Raises:
+            RequestError: if the request has no user message.
+        """
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.text()
+        msg = "messages: a request that continues a session needs a user message"
+        raise RequestError(msg, param="messages")
+
 
 def _location(loc: Sequence[int | str]) -> str:
     return ".".join(str(part) for part in loc)
