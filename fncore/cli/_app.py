@@ -9,6 +9,7 @@ from typing import Any, NoReturn, TypeAlias
 
 from fncore import Approve, ConfigError, RegistrationError, Reject
 from fncore._distribution import installed_version
+from fncore.cli._chat import chat_command
 from fncore.cli._commands import (
     Waiting,
     overrides,
@@ -167,6 +168,27 @@ def _add_serve(commands: Any) -> None:
     _add_shared(serve, top=False)
 
 
+def _add_chat(commands: Any) -> None:
+    chat = commands.add_parser(
+        "chat",
+        help="talk with the agent at the terminal, turn after turn",
+        description=(
+            "Talk with your agent (--agent) or the example agent: answers stream in, tool "
+            "calls show as they run, and a call waiting for approval is decided at the "
+            "prompt. Ctrl-C cancels the answer coming in; Ctrl-D (or Ctrl-C twice at the "
+            "prompt) leaves. Without --session the conversation lasts as long as the chat."
+        ),
+    )
+    chat.add_argument(
+        "--session",
+        metavar="NAME",
+        type=_session_name,
+        help="continue the session NAME (made if new), saving each turn to it",
+    )
+    _add_agent(chat)
+    _add_shared(chat, top=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``fncore`` argument parser, with its ``run``, ``stack``, ``serve``, ... commands."""
     parser = _Parser(
@@ -226,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_shared(tools, top=False)
     _add_sessions(commands)
     _add_serve(commands)
+    _add_chat(commands)
     resume = commands.add_parser(
         "resume",
         help="finish a run that paused for approval",
@@ -305,6 +328,11 @@ def _serve(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _chat(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    chat_command(config=args.config, settings=settings, session=args.session, ref=args.agent)
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Command] = {
     "run": _run,
     "stack": _stack,
@@ -312,6 +340,7 @@ COMMANDS: dict[str, Command] = {
     "sessions": _sessions,
     "resume": _resume,
     "serve": _serve,
+    "chat": _chat,
 }
 """Each command's function, by name (a new command is a parser entry and one line here)."""
 

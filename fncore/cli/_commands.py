@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -19,19 +19,30 @@ from fncore import (
     ConfigError,
     Container,
     Decision,
+    DecisionKind,
     Edit,
+    PendingRequest,
     Reject,
+    Respond,
     RunResult,
     load_container,
 )
 from fncore._distribution import install_hint
+from fncore.adapter import Part
 from fncore.cli._agent_ref import load_agent
 from fncore.cli._errors import CommandFailed
 from fncore.cli._example import build_example_agent
-from fncore.cli._sessions import open_store
+from fncore.cli._sessions import open_store, part_lines
 from fncore.cli._text import safe
 from fncore.cli._trace import Trace
-from fncore.events import RoundStarted, RunCompleted, TextDelta
+from fncore.events import (
+    RoundFinished,
+    RoundStarted,
+    RunCompleted,
+    StreamEvent,
+    TextDelta,
+    ToolResultReady,
+)
 from fncore.middleware import trace as trace_builtin
 
 if TYPE_CHECKING:
@@ -191,18 +202,37 @@ def _unwrap(outcome: Result[RunResult, AgentError]) -> RunResult:
     return outcome.unwrap()
 
 
-def _ask(request: Any, ask: Callable[[str], str]) -> Decision:
-    """A decision on ``request`` from the person at the terminal."""
-    offered = [k for k in ("approve", "reject", "edit") if k in request.allowed]
-    keys = "/".join(f"[{k[0]}]{k[1:]}" for k in offered)
+_KEYS: dict[DecisionKind, tuple[str, str]] = {
+    "approve": ("a", "[a]pprove"),
+    "reject": ("r", "[r]eject"),
+    "edit": ("e", "[e]dit"),
+    "respond": ("s", "re[s]pond"),
+}
+"""Each decision's key at the prompt, and how the prompt offers it."""
+
+RUN_DECISIONS: tuple[DecisionKind, ...] = ("approve", "reject", "edit")
+"""The decisions ``fncore run`` offers at a terminal (where the request allows them)."""
+
+
+def ask_decision(
+    request: PendingRequest,
+    ask: Callable[[str], str],
+    kinds: tuple[DecisionKind, ...] = RUN_DECISIONS,
+) -> Decision:
+    """A decision on ``request`` from the person at the terminal, one of ``kinds``."""
+    offered = [k for k in kinds if k in request.allowed]
+    keys = "/".join(_KEYS[k][1] for k in offered)
     while True:
         answer = ask(f"{safe(request.description)} {keys}: ").strip().lower()
-        if answer in {"a", "approve"} and "approve" in offered:
+        chosen = next((k for k in offered if answer in {k, _KEYS[k][0]}), None)
+        if chosen == "approve":
             return Approve()
-        if answer in {"r", "reject"} and "reject" in offered:
+        if chosen == "reject":
             reason = ask("Why (empty: no reason)? ").strip()
             return Reject(reason) if reason else Reject()
-        if answer in {"e", "edit"} and "edit" in offered:
+        if chosen == "respond":
+            return Respond(ask("The result the model gets: "))
+        if chosen == "edit":
             try:
                 edited = json.loads(ask("New arguments (JSON object): "))
             except ValueError:
@@ -237,7 +267,7 @@ async def settle(
                 )
             print(paused.checkpoint_id, file=out, flush=True)
             raise Waiting(paused.checkpoint_id)
-        decisions = {r.call_id: _ask(r, ask) for r in paused.requests}
+        decisions = {r.call_id: ask_decision(r, ask) for r in paused.requests}
         result = _unwrap(await agent.resume(paused.checkpoint_id, decisions))
     return result
 
@@ -259,6 +289,66 @@ async def run_prompt(agent: Agent, prompt: str, out: TextIO, session_id: str | N
     print(answer_text(result.output, out), file=out, flush=True)
 
 
+async def show_stream(
+    events: AsyncIterable[StreamEvent],
+    out: TextIO,
+    tools: Callable[[str], None] | None = None,
+) -> tuple[RunResult, bool]:
+    """Print the text of ``events`` as it streams in, and (to ``tools``) each tool call.
+
+    With ``tools``, each call the model asks for is shown (name and arguments) when its
+    round ends, then its result when it is ready, one line each (see `part_lines`); a
+    line of text streamed so far is ended first.
+
+    Returns:
+        The run's result, and whether the text of its last round was printed (when it
+        was not, the answer is still to print: a middleware ended the run, say).
+
+    Raises:
+        RunFailed: if the run returns ``Failure`` (after ending a line of text printed).
+    """
+    streamed = False  # the last round's text was printed
+    pending = False  # a line of text is open on ``out``
+
+    def show(parts: Sequence[Part]) -> None:
+        nonlocal pending
+        if tools is None or not parts:
+            return
+        if pending:
+            out.write("\n")
+            pending = False
+        for part in parts:
+            for line in part_lines(part):
+                tools(line)
+
+    async for event in events:
+        if isinstance(event, RoundStarted):
+            streamed = False
+        elif isinstance(event, TextDelta):
+            streamed = pending = True
+            out.write(answer_text(event.text, out))
+            out.flush()
+        elif isinstance(event, RoundFinished):
+            show(event.response.message.tool_calls)
+        elif isinstance(event, ToolResultReady):
+            show((event.result,))
+        elif isinstance(event, RunCompleted):
+            if pending and (isinstance(event.outcome, Failure) or event.outcome.unwrap().paused):
+                out.write("\n")
+                out.flush()
+            return _unwrap(event.outcome), streamed
+    msg = "the run's stream ended without its outcome"  # RunStream always ends with it
+    raise RunFailed(msg)
+
+
+def end_answer(result: RunResult, streamed: bool, out: TextIO) -> None:
+    """End the answer on ``out``: its text unless it was ``streamed``, then a newline."""
+    if not streamed:
+        out.write(answer_text(result.output, out))
+    out.write("\n")
+    out.flush()
+
+
 async def stream_prompt(
     agent: Agent, prompt: str, out: TextIO, session_id: str | None = None
 ) -> None:
@@ -270,30 +360,11 @@ async def stream_prompt(
     Raises:
         RunFailed: if the run returns ``Failure``.
     """
-    streamed = ""
-    printed = False
-    async for event in agent.stream(prompt, session_id=session_id):
-        if isinstance(event, RoundStarted):
-            streamed = ""
-        elif isinstance(event, TextDelta):
-            streamed += event.text
-            printed = True
-            out.write(answer_text(event.text, out))
-            out.flush()
-        elif isinstance(event, RunCompleted):
-            if printed and isinstance(event.outcome, Failure):
-                out.write("\n")
-                out.flush()
-            result = _unwrap(event.outcome)
-            if result.paused is not None:
-                if printed:
-                    out.write("\n")
-                result = await settle(agent, result, out, terminal_asker())
-                streamed = ""
-            if not streamed:
-                out.write(answer_text(result.output, out))
-            out.write("\n")
-            out.flush()
+    result, streamed = await show_stream(agent.stream(prompt, session_id=session_id), out)
+    if result.paused is not None:
+        result = await settle(agent, result, out, terminal_asker())
+        streamed = False
+    end_answer(result, streamed, out)
 
 
 def run_command(

@@ -179,7 +179,7 @@ def _lines(text: str) -> list[str]:
     return safe(text, lines=True).splitlines() or [""]
 
 
-def _part_lines(part: Part) -> list[str]:
+def part_lines(part: Part) -> list[str]:
     """One part's lines, every stored text in them escaped: a session may hold anything."""
     if isinstance(part, TextPart):
         return _lines(part.text)
@@ -211,6 +211,6 @@ def render_message(message: Message) -> str:
         assistant:
           call add({"a": 2, "b": 3}) [call_1]
     """
-    lines = [line for part in message.parts for line in _part_lines(part)]
+    lines = [line for part in message.parts for line in part_lines(part)]
     body = "\n".join(f"{INDENT}{line}".rstrip() for line in lines)
     return f"{message.role}:\n{body}" if body else f"{message.role}:"
