@@ -2,7 +2,7 @@
 
 Their model answers ``turn N: TEXT`` (N counts the user's messages it sees, so a reply
 shows whether the conversation went on), and on ``block`` streams ``thinking`` and then
-waits until it is cancelled.
+waits until it is cancelled; on ``fail`` it answers with an error.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ BLOCK = "block"
 """The prompt whose answer never ends by itself."""
 STARTED = "thinking"
 """What the model streams of that answer before it waits."""
+FAIL = "fail"
+"""The prompt the model answers with an error (the run fails)."""
+DOWN = "the model is down"
+"""That error's message."""
 STORE = "chat_sessions.db"
 """The SQLite file, in the current directory, that `stored` keeps its sessions in."""
 
@@ -48,6 +52,9 @@ class TurnModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
         """The answer four characters at a time; `BLOCK` streams `STARTED`, then waits."""
+        if request.messages[-1].text == FAIL:
+            yield ModelError(message=DOWN)
+            return
         if request.messages[-1].text == BLOCK:
             yield TextDelta(STARTED)
             await asyncio.Event().wait()  # until the chat cancels the turn
