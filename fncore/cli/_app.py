@@ -106,6 +106,15 @@ def _session_name(text: str) -> str:
     return text
 
 
+def _add_session(parser: argparse.ArgumentParser, saving: str) -> None:
+    parser.add_argument(
+        "--session",
+        metavar="NAME",
+        type=_session_name,
+        help=f"continue the session NAME (made if new) {saving}",
+    )
+
+
 def _add_sessions(commands: Any) -> None:
     sessions = commands.add_parser(
         "sessions",
@@ -179,12 +188,7 @@ def _add_chat(commands: Any) -> None:
             "prompt) leaves. Without --session the conversation lasts as long as the chat."
         ),
     )
-    chat.add_argument(
-        "--session",
-        metavar="NAME",
-        type=_session_name,
-        help="continue the session NAME (made if new), saving each turn to it",
-    )
+    _add_session(chat, "saving each turn to it")
     _add_agent(chat)
     _add_shared(chat, top=False)
 
@@ -220,12 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the run's OpenTelemetry spans to stderr (needs fncore-agents[otel])",
     )
-    run.add_argument(
-        "--session",
-        metavar="NAME",
-        type=_session_name,
-        help="continue the session NAME (made if new) and save this turn to it",
-    )
+    _add_session(run, "and save this turn to it")
     _add_agent(run)
     _add_shared(run, top=False)
     stack = commands.add_parser(

@@ -11,11 +11,11 @@ The conversation:
 - without one, the chat keeps the conversation in memory for its lifetime (each turn
   sends the messages so far, and nothing is written to the session store).
 
-Keys: Ctrl-C while an answer comes (or while a decision is asked) cancels that turn,
-which leaves the conversation as it was before it (the commit point: nothing of a
-cancelled turn is kept), and gives the prompt back; Ctrl-C at the prompt discards what
-was typed, and a second Ctrl-C in a row there leaves, as Ctrl-D (end of input) does, with
-status 0. A turn that fails prints one line and the chat goes on.
+Keys: Ctrl-C while an answer comes (or Ctrl-C or Ctrl-D while a decision is asked)
+cancels that turn, which leaves the conversation as it was before it (the commit point:
+nothing of a cancelled turn is kept), and gives the prompt back; Ctrl-C at the prompt
+discards what was typed, and a second Ctrl-C in a row there leaves, as Ctrl-D (end of
+input) does, with status 0. A turn that fails prints one line and the chat goes on.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class Chat:
         """Answer ``text``: a cancelled or failed turn prints one line and changes nothing."""
         try:
             self._answer(text)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, EOFError):  # Ctrl-C, or Ctrl-D at a decision
             self._say(f"\n{CANCELLED}")
         except CommandFailed as exc:
             self._error(str(exc))

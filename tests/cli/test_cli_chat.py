@@ -112,6 +112,25 @@ def test_an_approval_is_answered_at_the_prompt(tmp_path: Path, chats: list[Chat]
     assert chat.leave() == 0
 
 
+@pytest.mark.parametrize("key", ["intr", "eof"])
+def test_ctrl_c_or_ctrl_d_at_a_decision_cancels_the_turn(
+    tmp_path: Path, chats: list[Chat], key: str
+) -> None:
+    """The run stays paused (nothing committed) and the chat asks for the next line."""
+    chat = start(chats, tmp_path, "--config", str(APPROVAL), "--session", "s")
+    chat.child.sendline("What is 2 + 3?")
+    chat.child.expect_exact("re[s]pond: ")
+    if key == "intr":
+        chat.child.sendintr()
+    else:
+        chat.child.sendeof()
+    chat.child.expect_exact(CANCELLED)
+    chat.prompt()
+    assert chat.leave() == 0
+    listed = run_fncore(tmp_path, "sessions", "list")
+    assert listed.stdout == ""  # the cancelled turn was not committed
+
+
 def test_ctrl_c_cancels_the_answer_not_the_chat(tmp_path: Path, chats: list[Chat]) -> None:
     """SIGINT mid-answer cancels that turn, which leaves nothing; the next one is answered."""
     chat = start(chats, tmp_path, "--agent", "chat_agents:memory")
