@@ -252,7 +252,7 @@ def test_a_malformed_input_gets_a_400_naming_the_field(
     model = TestModel()
     url = server(create_app(Agent(model, registry=Registry(), tools=[add])))
     sent = {"content": body} if isinstance(body, bytes) else {"json": body}
-    response = httpx2.post(url, **sent)  # type: ignore[arg-type]
+    response = httpx2.post(url, **sent)
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"
