@@ -72,7 +72,15 @@ from fncore.core import (
     ToolResultReady,
 )
 from fncore.runtime import Agent
-from fncore.serve._wire import CLIENT_TOOLS, RequestError, error_body
+from fncore.serve._wire import (
+    CLIENT_TOOLS,
+    RequestError,
+    check_count,
+    error_body,
+    location,
+    pending_doc,
+    validated,
+)
 
 __all__ = ["agui_routes"]
 
@@ -135,32 +143,16 @@ def _decision(payload: _Payload) -> Decision:
     return Approve()
 
 
-def _location(loc: Sequence[int | str]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
 def parse_input(body: bytes, max_messages: int) -> RunAgentInput:
     """The validated `RunAgentInput` in ``body``.
 
     Raises:
         RequestError: naming the first field that is wrong, client-side tools, or a limit.
     """
-    try:
-        run_input = RunAgentInput.model_validate_json(body)
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            raise RequestError(f"the body is not valid JSON: {first['msg']}") from None
-        where = _location(first["loc"])
-        raise RequestError(f"{where}: {first['msg']}", param=where or None) from None
+    run_input = validated(RunAgentInput, body)
     if run_input.tools:
         raise RequestError(CLIENT_TOOLS.format(field="'tools'"), param="tools")
-    if len(run_input.messages) > max_messages:
-        raise RequestError(
-            f"messages: {len(run_input.messages)} messages, more than this server accepts "
-            f"({max_messages}); send fewer",
-            param="messages",
-        )
+    check_count(len(run_input.messages), max_messages)
     return run_input
 
 
@@ -225,7 +217,7 @@ def resume_decisions(entries: Sequence[ResumeEntry]) -> tuple[str, dict[str, Dec
             decisions[call_id] = _decision(_PAYLOAD.validate_python(entry.payload))
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
-            field = _location((f"{where}.payload", *first["loc"]))
+            field = location((f"{where}.payload", *first["loc"]))
             raise RequestError(f"{field}: {first['msg']}", param=field) from None
     if len(checkpoints) > 1:
         msg = f"resume: the entries answer {len(checkpoints)} checkpoints; answer one per run"
@@ -242,14 +234,7 @@ def pause_interrupts(checkpoint_id: str, requests: Sequence[PendingRequest]) -> 
             message=r.description or None,
             tool_call_id=r.call_id if r.tool is not None else None,
             response_schema=DECISION_SCHEMA,
-            metadata={
-                "checkpoint_id": checkpoint_id,
-                "call_id": r.call_id,
-                "tool": r.tool,
-                "arguments": to_jsonable_python(r.arguments),
-                "description": r.description,
-                "allowed": list(r.allowed),
-            },
+            metadata={"checkpoint_id": checkpoint_id, **pending_doc(r)},
         )
         for r in requests
     ]

@@ -29,13 +29,23 @@ from starlette.applications import Starlette
 
 from fncore import Agent, Registry, current_metadata
 from fncore.middleware import approve
-from fncore.serve import create_app
+from fncore.serve import ServeSettings, create_app
 from fncore.serve._agui import agui_routes
 from fncore.testing import ScriptedModel, TestModel
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)
 Server = Callable[[Starlette], str]
+THE_CALL = ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+"""The events of the call ``add(a=2, b=3)`` as the test model streams it."""
+THE_ANSWER = [
+    "TOOL_CALL_RESULT",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "RUN_FINISHED",
+]
+"""The events after the call: its result, then the answer ``add: 5`` and the end."""
 
 
 @pytest.fixture
@@ -98,15 +108,8 @@ def test_a_tool_call_streams_its_start_args_end_and_result_before_the_answer(
     events = post(url, run_input())
     assert types(events) == [
         "RUN_STARTED",
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
-        "TOOL_CALL_RESULT",
-        "TEXT_MESSAGE_START",
-        "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END",
-        "RUN_FINISHED",
+        *THE_CALL,
+        *THE_ANSWER,
     ]
     start = events[1]
     assert isinstance(start, ToolCallStartEvent)
@@ -128,10 +131,7 @@ def test_a_pause_is_an_interrupt_carrying_the_checkpoint_and_resumes_through_res
     events = post(url, run_input(thread="ada"))
     assert types(events) == [
         "RUN_STARTED",
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
+        *THE_CALL,
         "RUN_FINISHED",
     ]
     finished = events[-1]
@@ -263,6 +263,19 @@ def test_a_malformed_input_gets_a_400_naming_the_field(
     assert model.requests == []
 
 
+def test_the_apps_limits_on_messages_and_body_size_hold(server: Server) -> None:
+    """More messages than ``max_messages`` get a 400; a body over ``max_body_bytes`` a 413."""
+    settings = ServeSettings(max_messages=2, max_body_bytes=2_000)
+    url = server(create_app(Agent(TestModel(), registry=Registry()), settings))
+    three = [{"id": str(i), "role": "user", "content": "hi"} for i in range(3)]
+    response = httpx2.post(url, json={**run_input(), "messages": three})
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "messages"
+    response = httpx2.post(url, json=run_input("x" * 3_000))
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "request_too_large"
+
+
 def test_the_thread_is_the_session_continued_from_the_last_user_message(server: Server) -> None:
     """Two runs on one thread: the second sees the first turn; the input's history is unread."""
     model = TestModel()
@@ -344,17 +357,10 @@ def test_the_example_client_streams_a_run_and_approves_its_pause(server: Server)
     kinds = [line.split(" ", 1)[0] for line in done.stdout.splitlines()]
     assert kinds == [
         "RUN_STARTED",
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
+        *THE_CALL,
         "RUN_FINISHED",  # the pause: an interrupt
         "RUN_STARTED",
-        "TOOL_CALL_RESULT",
-        "TEXT_MESSAGE_START",
-        "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END",
-        "RUN_FINISHED",
+        *THE_ANSWER,
     ]
     assert '"interrupts"' in done.stdout.splitlines()[5]
     assert '"result":"add: 5"' in done.stdout.splitlines()[-1]
