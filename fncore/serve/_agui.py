@@ -60,6 +60,7 @@ from fncore.core import (
     Approve,
     Decision,
     Edit,
+    GuardTripped,
     PendingRequest,
     Reject,
     Respond,
@@ -240,6 +241,10 @@ def pause_interrupts(checkpoint_id: str, requests: Sequence[PendingRequest]) -> 
     ]
 
 
+def _call_end(call_id: str) -> BaseEvent:
+    return ToolCallEndEvent(tool_call_id=call_id)
+
+
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
@@ -247,12 +252,14 @@ def _new_id(prefix: str) -> str:
 class _Translation:
     """The AG-UI events of one run, made from its fncore stream events in order."""
 
-    __slots__ = ("_calls", "_message", "_run_input", "_text_open")
+    __slots__ = ("_calls", "_guarded", "_message", "_run_input", "_streamed", "_text_open")
 
     def __init__(self, run_input: RunAgentInput) -> None:
         self._run_input = run_input
-        self._message = _new_id("msg")
+        self._message = _new_id("msg")  # the round's assistant message
         self._text_open = False
+        self._streamed = False  # the round's text came as deltas
+        self._guarded = False  # a guardrail stopped the stream: nothing more of it is shown
         self._calls: dict[str, bool] = {}  # call id -> ended
 
     def _close_text(self) -> list[BaseEvent]:
@@ -261,18 +268,31 @@ class _Translation:
         self._text_open = False
         return [TextMessageEndEvent(message_id=self._message)]
 
-    def _end_calls(self, round_finished: RoundFinished) -> list[BaseEvent]:
-        events: list[BaseEvent] = []
-        for call in round_finished.response.tool_calls:
+    def _round_end(self, round_finished: RoundFinished) -> list[BaseEvent]:
+        """Close the round's text and calls; what was not streamed comes whole.
+
+        A model or middleware may answer without deltas (a ``model_call`` middleware that
+        answers itself): its text and calls are sent whole.
+        """
+        events = self._close_text()
+        response = round_finished.response
+        if response.text and not self._streamed:
+            message = self._message
+            events += [
+                TextMessageStartEvent(message_id=message, role="assistant"),
+                TextMessageContentEvent(message_id=message, delta=response.text),
+                TextMessageEndEvent(message_id=message),
+            ]
+        for call in response.tool_calls:
             ended = self._calls.get(call.id)
             if ended:
                 continue
-            if ended is None:  # a model that does not stream its calls: the call whole
+            if ended is None:
                 events.append(self._start_call(call.id, call.name))
                 if call.arguments:
                     events.append(ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments))
             self._calls[call.id] = True
-            events.append(ToolCallEndEvent(tool_call_id=call.id))
+            events.append(_call_end(call.id))
         return events
 
     def _start_call(self, call_id: str, name: str) -> BaseEvent:
@@ -283,10 +303,13 @@ class _Translation:
 
     def events(self, event: object) -> list[BaseEvent]:
         """The AG-UI events for one fncore stream event (none for most kinds)."""
+        if self._guarded and not isinstance(event, RunCompleted):
+            return []
         if isinstance(event, TextDelta):
             if not event.text:
                 return []
             opened: list[BaseEvent] = []
+            self._streamed = True
             if not self._text_open:
                 self._text_open = True
                 opened.append(TextMessageStartEvent(message_id=self._message, role="assistant"))
@@ -298,11 +321,17 @@ class _Translation:
                 return []
             return [ToolCallArgsEvent(tool_call_id=event.call_id, delta=event.delta)]
         if isinstance(event, RoundFinished):
-            return [*self._close_text(), *self._end_calls(event)]
+            return self._round_end(event)
         if isinstance(event, RoundStarted):
             closed = self._close_text()
             self._message = _new_id("msg")
+            self._streamed = False
             return closed
+        if isinstance(event, GuardTripped):
+            # Nothing more of the stream is shown; what it opened is closed.
+            self._guarded = True
+            open_calls = [call_id for call_id, ended in self._calls.items() if not ended]
+            return [*self._close_text(), *map(_call_end, open_calls)]
         if isinstance(event, ToolResultReady):
             result = event.result
             return [

@@ -24,11 +24,23 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 from pydantic import TypeAdapter
+from returns.result import Success
 from served import add, running
 from starlette.applications import Starlette
 
-from fncore import Agent, Registry, current_metadata
-from fncore.middleware import approve
+from fncore import (
+    Agent,
+    Message,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    Registry,
+    TextPart,
+    ToolCallPart,
+    current_metadata,
+)
+from fncore.middleware import approve, guard
 from fncore.serve import ServeSettings, create_app
 from fncore.serve._agui import agui_routes
 from fncore.testing import ScriptedModel, TestModel
@@ -179,6 +191,55 @@ def test_a_cancelled_interrupt_rejects_its_call(server: Server) -> None:
     result = resumed[1]
     assert isinstance(result, ToolCallResultEvent)
     assert result.content == "The user rejected this tool call."
+
+
+def test_an_answer_a_middleware_gives_without_deltas_comes_whole(server: Server) -> None:
+    """A ``model_call`` middleware that answers itself: its text and calls come whole."""
+    registry = Registry()
+    call = ToolCallPart("c1", "add", '{"a": 1, "b": 2}')
+
+    @registry.on("model_call")
+    async def answer(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+        text = "" if ctx.request.messages[-1].role == "user" else "three"
+        parts = (TextPart("adding"), call) if not text else (TextPart(text),)
+        return Success(ModelResponse(Message("assistant", parts)))
+
+    url = server(create_app(Agent(TestModel(), registry=registry, tools=[add])))
+    events = post(url, run_input())
+    assert types(events) == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert [e.delta for e in events if isinstance(e, TextMessageContentEvent)] == [
+        "adding",
+        "three",
+    ]
+    assert events[5].delta == '{"a": 1, "b": 2}'  # type: ignore[attr-defined]
+    assert events[4].parent_message_id == events[1].message_id  # type: ignore[attr-defined]
+
+
+def test_a_guardrail_stops_the_shown_stream_and_closes_what_it_opened(server: Server) -> None:
+    """After a guardrail trips, nothing more is shown; the open message ends, then the error."""
+    model = ScriptedModel(["all fine until the secret part, which must not show"], chunk=4)
+    registry = guard(deny=["secret"], window=8)
+    url = server(create_app(Agent(model, registry=registry)))
+    events = post(url, run_input("hi"))
+    kinds = types(events)
+    assert kinds[:2] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
+    assert kinds[-2:] == ["TEXT_MESSAGE_END", "RUN_ERROR"]
+    shown = "".join(e.delta for e in events if isinstance(e, TextMessageContentEvent))
+    assert "must not show" not in shown
+    assert events[-1].code == "GuardBlocked"  # type: ignore[attr-defined]
 
 
 def test_a_failed_run_ends_with_run_error(server: Server) -> None:
