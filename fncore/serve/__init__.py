@@ -1,7 +1,7 @@
-"""Serve an agent over HTTP: `create_app` makes an ASGI app with OpenAI's API.
+"""Serve an agent over HTTP: `create_app` makes an ASGI app with OpenAI's API and AG-UI.
 
-Needs the ``serve`` extra: ``pip install "fncore-agents[serve]"`` (Starlette, uvicorn and
-sse-starlette).
+Needs the ``serve`` extra: ``pip install "fncore-agents[serve]"`` (Starlette, uvicorn,
+sse-starlette and ag-ui-protocol).
 """
 
 from fncore import _public

@@ -10,7 +10,7 @@ Routes::
     GET  /healthz               {"status": "ok"} while the process serves
 
 and the inspection routes of `fncore.serve._inspect` (``/api/sessions``, ``/api/stack``,
-``/api/tools``, ``/readyz``).
+``/api/tools``, ``/readyz``) and ``POST /ag-ui`` of `fncore.serve._agui`.
 
 Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
 400 for a malformed request (the field named) or one that brings its own tools, 404 for
@@ -39,6 +39,7 @@ from starlette.routing import Route
 from fncore.core import AgentError, Message, RunOutcome, TextDelta
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
+from fncore.serve._agui import agui_routes
 from fncore.serve._inspect import inspection_routes
 from fncore.serve._settings import ServeSettings
 from fncore.serve._wire import (
@@ -208,7 +209,8 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
     run's ``usage``. An ``fncore-session: NAME`` header continues the stored session NAME
     from the request's last user message. The app also answers ``GET /readyz`` (the
     session store and MCP servers are reachable), ``GET /api/sessions`` (and ``GET`` or
-    ``DELETE /api/sessions/{id}``), ``GET /api/stack`` and ``GET /api/tools``.
+    ``DELETE /api/sessions/{id}``), ``GET /api/stack``, ``GET /api/tools``, and
+    ``POST /ag-ui`` (the AG-UI protocol: ``threadId`` is the session).
 
     Run the app with any ASGI server (``uvicorn``), or mount it in your own Starlette or
     FastAPI app. Its lifespan connects the agent (its MCP servers start) and closes it at
@@ -227,7 +229,7 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
         >>> from fncore.testing import TestModel
         >>> app = create_app(Agent(TestModel(), registry=Registry()))
         >>> sorted({route.path for route in app.routes if not route.path.startswith("/api")})
-        ['/healthz', '/readyz', '/v1/chat/completions', '/v1/models']
+        ['/ag-ui', '/healthz', '/readyz', '/v1/chat/completions', '/v1/models']
     """
     endpoints = _ChatCompletions(agent, settings or ServeSettings())
 
@@ -242,6 +244,7 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
             Route("/v1/models", endpoints.models, methods=["GET"]),
             Route("/healthz", endpoints.health, methods=["GET"]),
             *inspection_routes(agent),
+            *agui_routes(agent, endpoints._body, endpoints.settings.max_messages),
         ],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,13 +23,19 @@ from fncore.core import Message, PendingRequest, Usage
 __all__ = [
     "ChatRequest",
     "RequestError",
+    "check_count",
     "chunk",
     "completion",
     "error_body",
+    "location",
     "new_id",
     "parse_request",
     "paused_body",
+    "pending_doc",
+    "validated",
 ]
+
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
 
 CLIENT_TOOLS = (
     "this server runs the agent's own tools; a request cannot bring its own "
@@ -145,8 +151,25 @@ class ChatRequest(BaseModel):
         raise RequestError(msg, param="messages")
 
 
-def _location(loc: Sequence[int | str]) -> str:
+def location(loc: Sequence[int | str]) -> str:
+    """A validation error's location as a dotted path (``messages.0.role``)."""
     return ".".join(str(part) for part in loc)
+
+
+def validated(model: type[_ModelT], body: bytes) -> _ModelT:
+    """``body`` validated as ``model``.
+
+    Raises:
+        RequestError: naming the first field that is wrong, or saying the body is not JSON.
+    """
+    try:
+        return model.model_validate_json(body)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            raise RequestError(f"the body is not valid JSON: {first['msg']}") from None
+        where = location(first["loc"])
+        raise RequestError(f"{where}: {first['msg']}", param=where or None) from None
 
 
 def parse_request(body: bytes, max_messages: int) -> ChatRequest:
@@ -155,24 +178,26 @@ def parse_request(body: bytes, max_messages: int) -> ChatRequest:
     Raises:
         RequestError: naming the first field that is wrong, or the limit passed.
     """
-    try:
-        request = ChatRequest.model_validate_json(body)
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            raise RequestError(f"the body is not valid JSON: {first['msg']}") from None
-        where = _location(first["loc"])
-        raise RequestError(f"{where}: {first['msg']}", param=where or None) from None
+    request = validated(ChatRequest, body)
     for field in ("tools", "functions"):
         if getattr(request, field):
             raise RequestError(CLIENT_TOOLS.format(field=f"'{field}'"), param=field)
-    if len(request.messages) > max_messages:
+    check_count(len(request.messages), max_messages)
+    return request
+
+
+def check_count(messages: int, max_messages: int) -> None:
+    """Refuse a request with more than ``max_messages`` messages.
+
+    Raises:
+        RequestError: if ``messages`` is over the limit.
+    """
+    if messages > max_messages:
         raise RequestError(
-            f"messages: {len(request.messages)} messages, more than this server accepts "
+            f"messages: {messages} messages, more than this server accepts "
             f"({max_messages}); send fewer",
             param="messages",
         )
-    return request
 
 
 def error_body(
@@ -187,18 +212,20 @@ def error_body(
     return {"error": {"message": message, "type": kind, "param": param, "code": code, **extra}}
 
 
+def pending_doc(request: PendingRequest) -> dict[str, object]:
+    """A pending call as JSON: its id, tool, arguments, description and allowed decisions."""
+    return {
+        "call_id": request.call_id,
+        "tool": request.tool,
+        "arguments": to_jsonable_python(request.arguments),
+        "description": request.description,
+        "allowed": list(request.allowed),
+    }
+
+
 def paused_body(checkpoint_id: str, requests: Sequence[PendingRequest]) -> dict[str, object]:
     """The error answered for a run paused for approval: its checkpoint and pending calls."""
-    pending = [
-        {
-            "call_id": r.call_id,
-            "tool": r.tool,
-            "arguments": to_jsonable_python(r.arguments),
-            "description": r.description,
-            "allowed": list(r.allowed),
-        }
-        for r in requests
-    ]
+    pending = [pending_doc(r) for r in requests]
     return error_body(
         f"the run paused for approval; decide the pending calls and resume checkpoint "
         f"{checkpoint_id}",
