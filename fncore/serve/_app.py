@@ -39,6 +39,7 @@ from starlette.routing import Route
 from fncore.core import AgentError, Message, RunOutcome, TextDelta
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
+from fncore.serve._approvals import approval_routes
 from fncore.serve._inspect import inspection_routes
 from fncore.serve._settings import ServeSettings
 from fncore.serve._wire import (
@@ -242,6 +243,7 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
             Route("/v1/models", endpoints.models, methods=["GET"]),
             Route("/healthz", endpoints.health, methods=["GET"]),
             *inspection_routes(agent),
+            *approval_routes(agent),
         ],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,
