@@ -11,6 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 from served import add, running
+from starlette.applications import Starlette
 
 from fncore import (
     Agent,
@@ -21,8 +22,10 @@ from fncore import (
     SessionStore,
     SqliteSessionStore,
 )
+from fncore.events import RunEnd
 from fncore.middleware import approve
 from fncore.serve import create_app
+from fncore.serve._approvals import approval_routes
 from fncore.testing import FunctionModel, tool_calls
 
 ran: list[tuple[int, int]] = []
@@ -282,3 +285,36 @@ def test_two_concurrent_decisions_give_exactly_one_success(store: SessionStore) 
         assert answers[0].json()["output"] == "5"
         session = client.get("/api/sessions/ada").json()
         assert session["version"] == 1
+
+
+def test_the_callers_metadata_restricts_the_list_and_the_decisions() -> None:
+    """With a metadata function (the tenant), a caller sees and decides only its own runs."""
+    seen: list[dict[str, object]] = []
+    registry = Registry()
+    registry.include(approve(["counted_add"]))
+
+    @registry.hook("run_end")
+    async def metadata_of(event: RunEnd) -> None:
+        seen.append(dict(event.run.metadata))
+
+    agent = Agent(FunctionModel(adder), registry=registry, tools=[counted_add])
+
+    async def paused(tenant: str) -> str:
+        result = (await agent.run("add", metadata={"tenant": tenant, "user": "u"})).unwrap()
+        assert result.paused is not None
+        return result.paused.checkpoint_id
+
+    ours, theirs = asyncio.run(paused("t1")), asyncio.run(paused("t2"))
+    seen.clear()
+    app = Starlette(
+        routes=approval_routes(agent, metadata=lambda request: {"tenant": request.headers["t"]})
+    )
+    with (
+        running(app) as base_url,
+        httpx2.Client(base_url=base_url.removesuffix("/v1"), headers={"t": "t1"}) as client,
+    ):
+        assert [c["id"] for c in client.get("/api/approvals").json()["data"]] == [ours]
+        body = {"decision": {"kind": "approve"}}
+        assert client.post(f"/api/approvals/{theirs}", json=body).status_code == 404
+        assert client.post(f"/api/approvals/{ours}", json=body).status_code == 200
+    assert seen == [{"tenant": "t1", "user": "u"}]
