@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import httpx2
 import pytest
 from served import add, running
 from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from fncore import (
     Agent,
@@ -20,7 +22,7 @@ from fncore import (
     ModelRequest,
     Registry,
     SessionStore,
-    SqliteSessionStore,
+    open_session_store,
 )
 from fncore.events import RunEnd
 from fncore.middleware import approve
@@ -55,23 +57,37 @@ def build(store: SessionStore, *, mode: str = "batch") -> Agent:
     return Agent(FunctionModel(adder), registry=registry, tools=[counted_add], sessions=store)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
-    """A checkpoint store of each kind."""
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    """A checkpoint store of each kind (PostgreSQL: a new database); `serving` closes it."""
     ran.clear()
     if request.param == "memory":
-        yield InMemorySessionStore()
-        return
-    made = SqliteSessionStore(tmp_path / "sessions.db")
-    yield made
-    asyncio.run(made.aclose())
+        return InMemorySessionStore()
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_url")
+    made: SessionStore = open_session_store(url)
+    return made
+
+
+def serving(agent: Agent) -> Starlette:
+    """``create_app(agent)``, closing the agent's store as the server stops (in its loop)."""
+
+    @contextlib.asynccontextmanager
+    async def closing(app: Starlette) -> AsyncIterator[None]:
+        yield
+        close = getattr(agent.sessions, "aclose", None)
+        if close is not None:
+            await close()
+
+    return Starlette(routes=[Mount("", create_app(agent))], lifespan=closing)
 
 
 @pytest.fixture
 def http(store: SessionStore) -> Iterator[tuple[httpx2.Client, Agent]]:
     """A served agent on ``store``, and a client for it."""
     agent = build(store)
-    with running(create_app(agent)) as base_url:
+    with running(serving(agent)) as base_url:
         root = base_url.removesuffix("/v1")
         with httpx2.Client(base_url=root, timeout=30) as client:
             yield client, agent
@@ -214,7 +230,7 @@ def test_a_disallowed_decision_is_400() -> None:
     registry.include(approve(["counted_add"], decisions=("approve", "reject")))
     agent = Agent(FunctionModel(adder), registry=registry, tools=[counted_add])
     with (
-        running(create_app(agent)) as base_url,
+        running(serving(agent)) as base_url,
         httpx2.Client(base_url=base_url.removesuffix("/v1")) as client,
     ):
         checkpoint = pause(client)["checkpoint_id"]
@@ -230,7 +246,7 @@ def test_a_disallowed_decision_is_400() -> None:
 def test_a_run_that_pauses_again_answers_with_its_next_checkpoint(store: SessionStore) -> None:
     agent = build(store, mode="per_call")
     with (
-        running(create_app(agent)) as base_url,
+        running(serving(agent)) as base_url,
         httpx2.Client(base_url=base_url.removesuffix("/v1")) as client,
     ):
         first = pause(client, "two sums")["checkpoint_id"]
@@ -267,7 +283,7 @@ def test_two_concurrent_decisions_give_exactly_one_success(store: SessionStore) 
     registry.include(approve(["slow_add"]))
     agent = Agent(FunctionModel(slow), registry=registry, tools=[slow_add], sessions=store)
     with (
-        running(create_app(agent)) as base_url,
+        running(serving(agent)) as base_url,
         httpx2.Client(base_url=base_url.removesuffix("/v1"), timeout=30) as client,
     ):
         checkpoint = pause(client, session="ada")["checkpoint_id"]
