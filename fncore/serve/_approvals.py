@@ -52,7 +52,7 @@ from fncore.core import (
     SessionConflict,
 )
 from fncore.errors import LimitExceeded, ModelError
-from fncore.runtime import Agent, CheckpointCatalog, CheckpointStore
+from fncore.runtime import Agent, CheckpointCatalog, CheckpointInfo, CheckpointStore
 from fncore.serve._wire import RequestError, error_body, usage_body
 
 __all__ = ["approval_routes"]
@@ -157,17 +157,21 @@ def _refused(error: RequestError) -> JSONResponse:
 
 def _failed(error: AgentError, param: str | None) -> JSONResponse:
     """The answer to a resume that failed with ``error``."""
-    for kind, status, code in _STATUS_OF_ERROR:
+    for kind, status, name in _STATUS_OF_ERROR:
         if isinstance(error, kind):
-            body = error_body(
-                str(error),
-                "invalid_request_error" if status < 429 else "server_error",
-                param=param if status == 400 else None,
-                code=code,
-            )
+            if status >= 429:  # the resumed run failed: as /v1/chat/completions answers it
+                body = error_body(str(error), name, code=type(error).__name__)
+            else:
+                param = param if status == 400 else None
+                body = error_body(str(error), "invalid_request_error", param=param, code=name)
             return JSONResponse(body, status_code=status)
     body = error_body(str(error), "server_error", code=type(error).__name__)
     return JSONResponse(body, status_code=500)
+
+
+def _unreachable(exc: Exception) -> JSONResponse:
+    msg = f"the session store could not be read: {type(exc).__name__}: {exc}"
+    return JSONResponse(error_body(msg, "server_error", code="store_error"), status_code=503)
 
 
 def _plain(value: object) -> object:
@@ -208,10 +212,7 @@ class _Approvals:
             "parameters": None if tool is None else tool.spec.parameters,
         }
 
-    def _checkpoint_doc(
-        self,
-        checkpoint: Checkpoint | Any,  # a Checkpoint or a CheckpointInfo: the same fields
-    ) -> dict[str, object]:
+    def _checkpoint_doc(self, checkpoint: Checkpoint | CheckpointInfo) -> dict[str, object]:
         return {
             "id": checkpoint.id,
             "object": "approval",
@@ -244,9 +245,12 @@ class _Approvals:
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
             msg = f"limit: a whole number from 1 to {MAX_LIMIT}, not {raw!r}"
             return _error(400, msg, "invalid_limit", "limit")
-        waiting = await store.list_checkpoints(
-            agent=self.agent.name, metadata=self.metadata(request)
-        )
+        try:
+            waiting = await store.list_checkpoints(
+                agent=self.agent.name, metadata=self.metadata(request)
+            )
+        except Exception as exc:  # any failure of the store: say which, not a traceback
+            return _unreachable(exc)
         newest = sorted(waiting, key=lambda c: (c.created, c.id), reverse=True)[: int(raw)]
         return JSONResponse({"object": "list", "data": [self._checkpoint_doc(c) for c in newest]})
 
@@ -272,7 +276,10 @@ class _Approvals:
         self, request: Request, store: CheckpointStore, cid: str, body: DecideRequest
     ) -> Response:
         wanted = self.metadata(request)
-        checkpoint = await store.load_checkpoint(cid)
+        try:
+            checkpoint = await store.load_checkpoint(cid)
+        except Exception as exc:  # any failure of the store: say which, not a traceback
+            return _unreachable(exc)
         if (
             checkpoint is None
             or checkpoint.agent != self.agent.name

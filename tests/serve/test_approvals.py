@@ -17,11 +17,17 @@ from starlette.routing import Mount
 
 from fncore import (
     Agent,
+    ChangeResult,
+    Checkpoint,
+    CheckpointChange,
+    CheckpointInfo,
     InMemorySessionStore,
     Message,
     ModelRequest,
     Registry,
+    Session,
     SessionStore,
+    SessionUpdate,
     open_session_store,
 )
 from fncore.events import RunEnd
@@ -334,3 +340,60 @@ def test_the_callers_metadata_restricts_the_list_and_the_decisions() -> None:
         assert client.post(f"/api/approvals/{theirs}", json=body).status_code == 404
         assert client.post(f"/api/approvals/{ours}", json=body).status_code == 200
     assert seen == [{"tenant": "t1", "user": "u"}]
+
+
+class Unreachable:
+    """A checkpoint store whose database is down: every read raises."""
+
+    async def load(self, session_id: str) -> Session | None:
+        raise OSError("connection refused")
+
+    async def commit(self, update: SessionUpdate) -> Session | None:
+        raise OSError("connection refused")
+
+    async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        raise OSError("connection refused")
+
+    async def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        raise OSError("connection refused")
+
+    async def claim_checkpoint(
+        self, checkpoint_id: str, claim: str, until: float, now: float
+    ) -> Checkpoint | None:
+        raise OSError("connection refused")
+
+    async def change_checkpoint(self, change: CheckpointChange) -> ChangeResult:
+        raise OSError("connection refused")
+
+    async def list_checkpoints(self, **options: object) -> list[CheckpointInfo]:
+        raise OSError("connection refused")
+
+
+class NoCheckpoints:
+    """A session store of one's own that keeps no checkpoints."""
+
+    async def load(self, session_id: str) -> Session | None:
+        return None
+
+    async def commit(self, update: SessionUpdate) -> Session | None:
+        return None
+
+
+def test_a_store_that_is_down_or_keeps_no_checkpoints_answers_in_openais_shape() -> None:
+    """503 naming the store's failure; 501 for a store that cannot list or keep checkpoints."""
+    body = {"decision": {"kind": "approve"}}
+    for store, status, code in ((Unreachable(), 503, "store_error"), (NoCheckpoints(), 501, None)):
+        agent = Agent(FunctionModel(adder), registry=Registry(), sessions=store)
+        with (
+            running(serving(agent)) as base_url,
+            httpx2.Client(base_url=base_url.removesuffix("/v1")) as client,
+        ):
+            for answer in (
+                client.get("/api/approvals"),
+                client.post("/api/approvals/x", json=body),
+            ):
+                assert answer.status_code == status
+                error = answer.json()["error"]
+                assert error["code"] == (code or "not_implemented")
+                if code is not None:
+                    assert "OSError: connection refused" in error["message"]
