@@ -21,7 +21,6 @@ naming the field, and the checkpoint stays waiting.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
@@ -56,6 +55,8 @@ from fncore.runtime import Agent, CheckpointCatalog, CheckpointInfo, CheckpointS
 from fncore.serve._wire import RequestError, error_body, usage_body
 
 __all__ = ["approval_routes"]
+
+_MISSING = object()
 
 DEFAULT_LIMIT = 50
 """How many checkpoints ``GET /api/approvals`` lists without ``?limit=``."""
@@ -352,15 +353,20 @@ class _Approvals:
         }
         if result.paused is None:
             output = result.output
-            answer["output"] = output if isinstance(output, str) else json.loads(to_json(output))
+            answer["output"] = output if isinstance(output, str) else to_jsonable_python(output)
             return JSONResponse(answer)
         answer["output"] = None
-        follow = await store.load_checkpoint(result.paused.checkpoint_id)
-        answer["checkpoint"] = None if follow is None else self._checkpoint_doc(follow)
+        paused = result.paused
+        try:
+            follow = await store.load_checkpoint(paused.checkpoint_id)
+        except Exception:  # the run paused again all the same: say what it waits for
+            follow = None
+        answer["checkpoint"] = (
+            {"id": paused.checkpoint_id, "pending": [self._pending(r) for r in paused.requests]}
+            if follow is None
+            else self._checkpoint_doc(follow)
+        )
         return JSONResponse(answer)
-
-
-_MISSING = object()
 
 
 def _param(body: DecideRequest, call_id: str | None) -> str | None:

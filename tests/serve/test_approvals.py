@@ -397,3 +397,50 @@ def test_a_store_that_is_down_or_keeps_no_checkpoints_answers_in_openais_shape()
                 assert error["code"] == (code or "not_implemented")
                 if code is not None:
                     assert "OSError: connection refused" in error["message"]
+
+
+class Forgetful:
+    """A memory store that, once told ``readable``, cannot read any other checkpoint."""
+
+    def __init__(self) -> None:
+        self.inner = InMemorySessionStore()
+        self.readable: str | None = None
+
+    async def load(self, session_id: str) -> Session | None:
+        return await self.inner.load(session_id)
+
+    async def commit(self, update: SessionUpdate) -> Session | None:
+        return await self.inner.commit(update)
+
+    async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
+        await self.inner.save_checkpoint(checkpoint)
+
+    async def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        if self.readable not in (None, checkpoint_id):
+            raise OSError("connection refused")
+        return await self.inner.load_checkpoint(checkpoint_id)
+
+    async def claim_checkpoint(
+        self, checkpoint_id: str, claim: str, until: float, now: float
+    ) -> Checkpoint | None:
+        return await self.inner.claim_checkpoint(checkpoint_id, claim, until, now)
+
+    async def change_checkpoint(self, change: CheckpointChange) -> ChangeResult:
+        return await self.inner.change_checkpoint(change)
+
+
+def test_a_new_pause_whose_checkpoint_cannot_be_read_back_still_names_it() -> None:
+    """The run paused again all the same: the answer has its checkpoint id and calls."""
+    store = Forgetful()
+    agent = build(store, mode="per_call")
+    with (
+        running(serving(agent)) as base_url,
+        httpx2.Client(base_url=base_url.removesuffix("/v1")) as client,
+    ):
+        first = pause(client, "two sums")["checkpoint_id"]
+        store.readable = first
+        again = client.post(f"/api/approvals/{first}", json={"decision": {"kind": "approve"}})
+        assert again.status_code == 200
+        follow = again.json()["checkpoint"]
+        assert follow["id"] != first
+        assert [p["call_id"] for p in follow["pending"]] == ["call_1"]
