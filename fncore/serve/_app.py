@@ -40,6 +40,7 @@ from fncore.core import AgentError, Message, RunOutcome, TextDelta
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
 from fncore.serve._agui import agui_routes
+from fncore.serve._approvals import approval_routes
 from fncore.serve._inspect import inspection_routes
 from fncore.serve._settings import ServeSettings
 from fncore.serve._wire import (
@@ -245,6 +246,7 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
             Route("/healthz", endpoints.health, methods=["GET"]),
             *inspection_routes(agent),
             *agui_routes(agent, endpoints._body, endpoints.settings.max_messages),
+            *approval_routes(agent),
         ],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,
