@@ -45,9 +45,6 @@ __all__ = ["RUNS_KEPT", "Recording", "RunsLog", "runs_routes"]
 RUNS_KEPT = 200
 """How many runs a `RunsLog` keeps by default."""
 
-_RECORDING: ContextVar[_Run | None] = ContextVar("fncore_serve_recording", default=None)
-"""The run being recorded in this context: the span processor gives it the spans started."""
-
 
 class _Run:
     """One recorded run: what ``/api/runs`` shows of it."""
@@ -113,15 +110,16 @@ def _outcome_doc(outcome: RunOutcome[Any]) -> dict[str, object]:
 class Recording:
     """The ``with`` block around one run: `RunsLog.record` returns it."""
 
-    __slots__ = ("_previous", "run")
+    __slots__ = ("_current", "_previous", "run")
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: _Run, current: ContextVar[_Run | None]) -> None:
         self.run = run
+        self._current = current
         self._previous: _Run | None = None
 
     def __enter__(self) -> Recording:
-        self._previous = _RECORDING.get()
-        _RECORDING.set(self.run)
+        self._previous = self._current.get()
+        self._current.set(self.run)
         return self
 
     def __exit__(
@@ -131,7 +129,7 @@ class Recording:
         tb: TracebackType | None,
     ) -> None:
         # Set back rather than reset: a streamed run's block may close in another context.
-        _RECORDING.set(self._previous)
+        self._current.set(self._previous)
         if exc is None:
             self.run.end({"kind": "unknown"})
         elif isinstance(exc, Exception):
@@ -178,6 +176,8 @@ class RunsLog:
             raise ValueError(msg)
         self.limit = limit
         self._runs: OrderedDict[str, _Run] = OrderedDict()
+        # The run being recorded in this context, for this log's span processor only.
+        self._current: ContextVar[_Run | None] = ContextVar("fncore_runs_log", default=None)
         self._attached: list[object] = []
         self._capture: Any = None
         self._spans: Any = None
@@ -186,7 +186,7 @@ class RunsLog:
         except ImportError:  # pragma: no cover - the otel extra is not installed
             return
         self._spans = _runs_spans
-        self._capture = _runs_spans.SpanCapture(_RECORDING, self._add_span)
+        self._capture = _runs_spans.SpanCapture(self._current, self._add_span)
         if tracer_provider is not None:
             self._attach(tracer_provider)
 
@@ -207,7 +207,7 @@ class RunsLog:
         self._runs[run.id] = run
         while len(self._runs) > self.limit:
             self._runs.popitem(last=False)
-        return Recording(run)
+        return Recording(run, self._current)
 
     def recent(self) -> list[dict[str, object]]:
         """The runs kept, newest first, without their spans."""
