@@ -241,7 +241,7 @@ def create_app(
         >>> sorted({route.path for route in app.routes if route.path.startswith("/v1")})
         ['/v1/chat/completions', '/v1/models']
     """
-    runs_log = runs or RunsLog()
+    runs_log = RunsLog() if runs is None else runs
     endpoints = _ChatCompletions(agent, settings or ServeSettings(), runs_log)
 
     @contextlib.asynccontextmanager

@@ -1,4 +1,4 @@
-"""Fixtures: Debian's chromium (once per session), and the console on a real uvicorn."""
+"""Fixtures: Debian's chromium (once per module), and the console on a real uvicorn."""
 
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ from playwright.sync_api import Browser, Page
 from serve.served import running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless chromium for every test."""
+    """One headless chromium per test module.
+
+    Playwright's sync API keeps an event loop marked running while it is open: it must
+    close before other modules' async tests run, so it is never session-wide.
+    """
     with launch() as launched:
         yield launched
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Callable
 
 import httpx2
@@ -14,10 +16,10 @@ from otel_support import Otel
 from served import add
 from starlette.applications import Starlette
 
-from fncore import Agent, Registry
+from fncore import Agent, ModelRequest, Registry
 from fncore.middleware import approve, trace
 from fncore.serve import RunsLog, create_app
-from fncore.testing import ScriptedModel, TestModel
+from fncore.testing import FunctionModel, ScriptedModel, TestModel
 
 Serve = Callable[[Starlette], OpenAI]
 USER: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -169,3 +171,27 @@ def test_a_block_left_early_records_why() -> None:
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1, not 0"):
         RunsLog(limit=0)
+
+
+def test_a_stream_the_client_leaves_is_recorded_as_cancelled(serve: Serve) -> None:
+    """The client goes away mid-run: the run is cancelled, and the log says so."""
+    started = threading.Event()
+
+    async def never(request: ModelRequest) -> str:
+        started.set()
+        await asyncio.Event().wait()  # until cancelled
+        return "never"
+
+    client = serve(create_app(Agent(FunctionModel(never), registry=Registry())))
+    url = f"{client.base_url}chat/completions"
+    body = {"model": "fncore", "messages": USER, "stream": True}
+    with httpx2.stream("POST", url, json=body) as response:
+        next(response.iter_lines())
+        assert started.wait(30)
+    for _ in range(3000):  # the server notices the closed connection, then cancels
+        (run,) = api(client, "/api/runs").json()["data"]
+        if run["outcome"]["kind"] != "running":
+            break
+        time.sleep(0.01)
+    assert run["outcome"] == {"kind": "cancelled"}
+    assert run["duration_ms"] is not None
