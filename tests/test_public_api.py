@@ -262,8 +262,9 @@ def test_adapter_objects_show_the_public_module() -> None:
 
 
 def test_serve_exports_the_app_factory_and_its_settings() -> None:
-    assert fncore.serve.__all__ == ["ServeSettings", "create_app"]
+    assert fncore.serve.__all__ == ["RunsLog", "ServeSettings", "create_app"]
     assert fncore.serve.create_app.__module__ == "fncore.serve"
+    assert fncore.serve.RunsLog.__module__ == "fncore.serve"
     assert fncore.serve.ServeSettings.__module__ == "fncore.serve"
 
 

@@ -6,6 +6,7 @@ sse-starlette and ag-ui-protocol).
 
 from fncore import _public
 from fncore.serve._app import create_app as create_app
+from fncore.serve._runs import RunsLog as RunsLog
 from fncore.serve._settings import ServeSettings as ServeSettings
 
 _public.export(__name__)

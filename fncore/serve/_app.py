@@ -10,7 +10,9 @@ Routes::
     GET  /healthz               {"status": "ok"} while the process serves
 
 and the inspection routes of `fncore.serve._inspect` (``/api/sessions``, ``/api/stack``,
-``/api/tools``, ``/readyz``) and ``POST /ag-ui`` of `fncore.serve._agui`.
+``/api/tools``, ``/readyz``), ``POST /ag-ui`` of `fncore.serve._agui`, the approvals API of
+`fncore.serve._approvals` (``/api/approvals``), the runs log of `fncore.serve._runs`
+(``/api/runs``) and the web console of `fncore.serve._console` (``/``).
 
 Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
 400 for a malformed request (the field named) or one that brings its own tools, 404 for
@@ -41,7 +43,9 @@ from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
 from fncore.serve._agui import agui_routes
 from fncore.serve._approvals import approval_routes
+from fncore.serve._console import console_routes
 from fncore.serve._inspect import inspection_routes
+from fncore.serve._runs import RunsLog, runs_routes
 from fncore.serve._settings import ServeSettings
 from fncore.serve._wire import (
     ChatRequest,
@@ -95,11 +99,12 @@ def _refused(error: RequestError) -> JSONResponse:
 class _ChatCompletions:
     """The endpoints of one app: the agent, its settings, and a method per route."""
 
-    __slots__ = ("agent", "settings")
+    __slots__ = ("agent", "runs", "settings")
 
-    def __init__(self, agent: Agent[Any], settings: ServeSettings) -> None:
+    def __init__(self, agent: Agent[Any], settings: ServeSettings, runs: RunsLog) -> None:
         self.agent = agent
         self.settings = settings
+        self.runs = runs
 
     async def _body(self, request: Request) -> bytes:
         """The request's body, refused (413) as soon as it passes ``max_body_bytes``."""
@@ -144,7 +149,9 @@ class _ChatCompletions:
             return _refused(error)
         if chat.stream:
             return EventSourceResponse(self._chunks(chat, prompt, session_id))
-        outcome = await self.agent.run(prompt, session_id=session_id)
+        with self.runs.record("chat.completions", session_id) as run:
+            outcome = await self.agent.run(prompt, session_id=session_id)
+            run.finish(outcome)
         status, body = self._answer(outcome)
         # A run's answer is final: OpenAI's SDKs would otherwise retry a 409 or a 5xx,
         # running the agent (and its tools) again.
@@ -170,12 +177,14 @@ class _ChatCompletions:
         model = self.settings.model_name
         completion_id, created = new_id(), int(time.time())
         yield {"data": _dumps(chunk(completion_id, created, model, {"role": "assistant"}))}
-        stream = self.agent.stream(prompt, session_id=session_id)
-        async for event in stream:
-            if type(event) is TextDelta:
-                delta = {"content": event.text}
-                yield {"data": _dumps(chunk(completion_id, created, model, delta))}
-        outcome = await stream.result()
+        with self.runs.record("chat.completions", session_id) as run:
+            stream = self.agent.stream(prompt, session_id=session_id)
+            async for event in stream:
+                if type(event) is TextDelta:
+                    delta = {"content": event.text}
+                    yield {"data": _dumps(chunk(completion_id, created, model, delta))}
+            outcome = await stream.result()
+            run.finish(outcome)
         status, body = self._answer(outcome)
         if status != 200:
             yield {"data": _dumps(body)}
@@ -203,7 +212,9 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
-def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Starlette:
+def create_app(
+    agent: Agent[Any], settings: ServeSettings | None = None, *, runs: RunsLog | None = None
+) -> Starlette:
     """An ASGI app that serves ``agent`` through OpenAI's chat-completions API.
 
     The agent's tools run on the server: a client sees the final answer and the whole
@@ -221,6 +232,8 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
         agent: The agent to serve.
         settings: The served model's name and the request limits (default:
             ``ServeSettings()``).
+        runs: The log of recent runs behind ``/api/runs`` and the console (default: a
+            `RunsLog` of the last 200 runs, spans from the global tracer provider).
 
     Returns:
         The Starlette app.
@@ -229,10 +242,11 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
         >>> from fncore import Agent, Registry
         >>> from fncore.testing import TestModel
         >>> app = create_app(Agent(TestModel(), registry=Registry()))
-        >>> sorted({route.path for route in app.routes if not route.path.startswith("/api")})
-        ['/ag-ui', '/healthz', '/readyz', '/v1/chat/completions', '/v1/models']
+        >>> sorted({route.path for route in app.routes if route.path.startswith("/v1")})
+        ['/v1/chat/completions', '/v1/models']
     """
-    endpoints = _ChatCompletions(agent, settings or ServeSettings())
+    runs_log = RunsLog() if runs is None else runs
+    endpoints = _ChatCompletions(agent, settings or ServeSettings(), runs_log)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -247,6 +261,8 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
             *inspection_routes(agent),
             *agui_routes(agent, endpoints._body, endpoints.settings.max_messages),
             *approval_routes(agent),
+            *runs_routes(runs_log),
+            *console_routes(),
         ],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,
