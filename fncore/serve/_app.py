@@ -25,20 +25,23 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import to_json
 from returns.result import Failure
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from fncore.core import AgentError, Message, RunOutcome, TextDelta
+from fncore.core import AgentError, Message, ModelSettings, RunOutcome, TextDelta
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
+from fncore.serve._auth import auth_middleware, run_metadata
 from fncore.serve._inspect import inspection_routes
 from fncore.serve._settings import ServeSettings
 from fncore.serve._wire import (
@@ -66,6 +69,15 @@ SESSION_HEADER = "fncore-session"
 
 _NO_RETRY = {"x-should-retry": "false"}
 """Tells OpenAI's SDKs not to retry (they honour this header before the status)."""
+
+
+class _Run(NamedTuple):
+    """What one request runs: its input, session, metadata (the tenant) and sampling."""
+
+    prompt: str | tuple[Message, ...]
+    session_id: str | None
+    metadata: dict[str, object]
+    sampling: ModelSettings
 
 
 def _dumps(body: Mapping[str, object]) -> str:
@@ -140,9 +152,14 @@ class _ChatCompletions:
             )
         except RequestError as error:
             return _refused(error)
+        run = _Run(
+            prompt, session_id, run_metadata(request), chat.sampling(self.agent.model_settings)
+        )
         if chat.stream:
-            return EventSourceResponse(self._chunks(chat, prompt, session_id))
-        outcome = await self.agent.run(prompt, session_id=session_id)
+            return EventSourceResponse(self._chunks(chat, run))
+        outcome = await self.agent.run(
+            prompt, session_id=session_id, metadata=run.metadata, model_settings=run.sampling
+        )
         status, body = self._answer(outcome)
         # A run's answer is final: OpenAI's SDKs would otherwise retry a 409 or a 5xx,
         # running the agent (and its tools) again.
@@ -157,18 +174,23 @@ class _ChatCompletions:
             return 409, paused_body(result.paused.checkpoint_id, result.paused.requests)
         return 200, completion(self.settings.model_name, _text(result.output), result.usage)
 
-    async def _chunks(
-        self, chat: ChatRequest, prompt: str | tuple[Message, ...], session_id: str | None
-    ) -> AsyncIterator[dict[str, str]]:
+    async def _chunks(self, chat: ChatRequest, run: _Run) -> AsyncIterator[dict[str, str]]:
         """The SSE events of a streamed answer: the text deltas as they come, then the end.
 
         A run that fails or pauses ends the stream with an ``error`` event instead (the
-        status is already sent): the body a non-streaming request would have answered.
+        status is already sent): the body a non-streaming request would have answered. A
+        client that disconnects cancels the run (sse-starlette cancels this generator),
+        which leaves its session as it was.
         """
         model = self.settings.model_name
         completion_id, created = new_id(), int(time.time())
         yield {"data": _dumps(chunk(completion_id, created, model, {"role": "assistant"}))}
-        stream = self.agent.stream(prompt, session_id=session_id)
+        stream = self.agent.stream(
+            run.prompt,
+            session_id=run.session_id,
+            metadata=run.metadata,
+            model_settings=run.sampling,
+        )
         async for event in stream:
             if type(event) is TextDelta:
                 delta = {"content": event.text}
@@ -201,6 +223,20 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
+def _cors(origins: tuple[str, ...]) -> list[Middleware]:
+    """Starlette's CORS middleware for ``origins``, outside the keys (a preflight has none)."""
+    if not origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["authorization", "content-type", SESSION_HEADER],
+        )
+    ]
+
+
 def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Starlette:
     """An ASGI app that serves ``agent`` through OpenAI's chat-completions API.
 
@@ -229,7 +265,8 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
         >>> sorted({route.path for route in app.routes if not route.path.startswith("/api")})
         ['/healthz', '/readyz', '/v1/chat/completions', '/v1/models']
     """
-    endpoints = _ChatCompletions(agent, settings or ServeSettings())
+    settings = settings or ServeSettings()
+    endpoints = _ChatCompletions(agent, settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -243,6 +280,7 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
             Route("/healthz", endpoints.health, methods=["GET"]),
             *inspection_routes(agent),
         ],
+        middleware=[*_cors(settings.cors_origins), *auth_middleware(settings.key_tenants())],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,
     )
