@@ -12,11 +12,17 @@ Routes::
 and the inspection routes of `fncore.serve._inspect` (``/api/sessions``, ``/api/stack``,
 ``/api/tools``, ``/readyz``).
 
+With `ServeSettings.keys`, every route but ``/healthz``, ``/readyz`` and the console's
+static files needs ``Authorization: Bearer KEY`` (`fncore.serve._auth`), and each run gets
+the key's tenant as metadata. With `ServeSettings.cors_origins`, browsers on those origins
+may call the app. A request's sampling fields override the agent's model settings.
+
 Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
-400 for a malformed request (the field named) or one that brings its own tools, 404 for
-an unknown model or path, 413 for a body over ``max_body_bytes``, 409 for a run paused for
-approval (with its checkpoint id and pending calls), 429/502/500 for a run that failed on
-a limit, on the model, or otherwise. Nothing answers with a traceback.
+400 for a malformed request (the field named) or one that brings its own tools, 401 for a
+missing or unknown key, 404 for an unknown model or path, 413 for a body over
+``max_body_bytes``, 409 for a run paused for approval (with its checkpoint id and pending
+calls), 429/502/500 for a run that failed on a limit, on the model, or otherwise. Nothing
+answers with a traceback.
 """
 
 from __future__ import annotations
@@ -252,8 +258,8 @@ def create_app(agent: Agent[Any], settings: ServeSettings | None = None) -> Star
 
     Args:
         agent: The agent to serve.
-        settings: The served model's name and the request limits (default:
-            ``ServeSettings()``).
+        settings: The served model's name, the request limits, the API keys by tenant
+            and the CORS origins (default: ``ServeSettings()``: no keys, no CORS).
 
     Returns:
         The Starlette app.
