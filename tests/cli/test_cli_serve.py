@@ -321,10 +321,39 @@ def refuses_connections(url: str) -> bool:
     return False
 
 
-def test_sigterm_stops_accepting_and_lets_the_request_in_flight_finish(app: Path) -> None:
-    """After SIGTERM no connection is accepted, yet the request in flight gets its 200; exit 0."""
+class Gated:
+    """``fncore serve`` of an agent whose model waits at a gate: a request in flight."""
+
+    def __init__(self, server: Served, gate: socket.socket) -> None:
+        self.server = server
+        self.answers: queue.Queue[tuple[int, str] | BaseException] = queue.Queue()
+        self.asking = threading.Thread(target=self._ask, daemon=True)
+        self.asking.start()
+        self.opened, _ = gate.accept()  # the model is waiting: the request is in flight
+
+    def _ask(self) -> None:
+        with OpenAI(base_url=f"{self.server.url}/v1", api_key="x", max_retries=0) as client:
+            try:
+                reply = client.chat.completions.with_raw_response.create(
+                    model="fncore", messages=[{"role": "user", "content": "hi"}]
+                )
+            except openai.APIError as error:
+                self.answers.put(error)
+                return
+            self.answers.put((reply.status_code, reply.parse().choices[0].message.content or ""))
+
+    def answer(self) -> tuple[int, str] | BaseException:
+        """What the request in flight got: its status and answer, or the SDK's error."""
+        answer = self.answers.get(timeout=SAFETY_SECONDS)
+        self.asking.join()
+        return answer
+
+
+@contextmanager
+def gated(app: Path, drain_seconds: float) -> Iterator[Gated]:
+    """``fncore serve`` with ``[serve] drain_seconds``, and one request in flight."""
     (app / "gated.py").write_text(GATED)
-    (app / "fncore.toml").write_text("[serve]\ndrain_seconds = 600\n")
+    (app / "fncore.toml").write_text(f"[serve]\ndrain_seconds = {drain_seconds}\n")
     with socket.socket() as gate:
         gate.bind(("127.0.0.1", 0))
         gate.listen()
@@ -332,27 +361,22 @@ def test_sigterm_stops_accepting_and_lets_the_request_in_flight_finish(app: Path
         environ = {"GATE_PORT": str(gate.getsockname()[1])}
         args = ("--agent", "gated:agent", "--port", "0", "--config", "fncore.toml")
         with serving(app, *args, environ=environ) as server:
-            answers: queue.Queue[tuple[int, str]] = queue.Queue()
+            flight = Gated(server, gate)
+            with flight.opened:
+                yield flight
 
-            def ask() -> None:
-                with OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0) as client:
-                    reply = client.chat.completions.with_raw_response.create(
-                        model="fncore", messages=[{"role": "user", "content": "hi"}]
-                    )
-                    answers.put((reply.status_code, reply.parse().choices[0].message.content or ""))
 
-            asking = threading.Thread(target=ask, daemon=True)
-            asking.start()
-            opened, _ = gate.accept()  # the model is waiting: the request is in flight
-            with opened:
-                server.process.send_signal(signal.SIGTERM)
-                while not refuses_connections(server.url):
-                    time.sleep(0.01)
-                assert server.process.poll() is None  # still draining
-                opened.sendall(b"finished after SIGTERM\n")
-                assert answers.get(timeout=SAFETY_SECONDS) == (200, "finished after SIGTERM")
-            asking.join()
-            assert server.end() == (0, "")
+def test_sigterm_stops_accepting_and_lets_the_request_in_flight_finish(app: Path) -> None:
+    """After SIGTERM no connection is accepted, yet the request in flight gets its 200; exit 0."""
+    with gated(app, drain_seconds=600) as flight:
+        server = flight.server
+        server.process.send_signal(signal.SIGTERM)
+        while not refuses_connections(server.url):
+            time.sleep(0.01)
+        assert server.process.poll() is None  # still draining
+        flight.opened.sendall(b"finished after SIGTERM\n")
+        assert flight.answer() == (200, "finished after SIGTERM")
+        assert server.end() == (0, "")
 
 
 def test_a_request_still_running_after_drain_seconds_is_cancelled(app: Path) -> None:
@@ -360,34 +384,9 @@ def test_a_request_still_running_after_drain_seconds_is_cancelled(app: Path) -> 
 
     uvicorn cancels it and answers 500; the command still ends with 0.
     """
-    (app / "gated.py").write_text(GATED)
-    (app / "fncore.toml").write_text("[serve]\ndrain_seconds = 0.001\n")
-    with socket.socket() as gate:
-        gate.bind(("127.0.0.1", 0))
-        gate.listen()
-        gate.settimeout(SAFETY_SECONDS)
-        environ = {"GATE_PORT": str(gate.getsockname()[1])}
-        args = ("--agent", "gated:agent", "--port", "0", "--config", "fncore.toml")
-        with serving(app, *args, environ=environ) as server:
-            failures: queue.Queue[BaseException] = queue.Queue()
-
-            def ask() -> None:
-                with OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0) as client:
-                    try:
-                        client.chat.completions.create(
-                            model="fncore", messages=[{"role": "user", "content": "hi"}]
-                        )
-                    except openai.APIError as error:
-                        failures.put(error)
-
-            asking = threading.Thread(target=ask, daemon=True)
-            asking.start()
-            opened, _ = gate.accept()
-            with opened:
-                status, printed = server.stop(signal.SIGTERM)  # the gate never opens
-            assert status == 0
-            assert "timeout graceful shutdown exceeded" in printed
-            failure = failures.get(timeout=SAFETY_SECONDS)
-            assert isinstance(failure, openai.InternalServerError)  # uvicorn's 500
-            assert "Traceback" not in printed
-            asking.join()
+    with gated(app, drain_seconds=0.001) as flight:
+        status, printed = flight.server.stop(signal.SIGTERM)  # the gate never opens
+        assert status == 0
+        assert "timeout graceful shutdown exceeded" in printed
+        assert "Traceback" not in printed
+        assert isinstance(flight.answer(), openai.InternalServerError)  # uvicorn's 500

@@ -110,9 +110,8 @@ def test_each_tenants_key_opens_the_api_for_the_sdk(root: str) -> None:
         client.models.list()
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_the_keys_tenant_is_each_runs_metadata(stream: bool) -> None:
-    """A run started with a key sees ``{"tenant": NAME}``, streamed or not."""
+def recording() -> tuple[Registry, list[object]]:
+    """A registry whose ``run`` middleware records each run's metadata, and the records."""
     seen: list[object] = []
     registry = Registry()
 
@@ -121,6 +120,13 @@ def test_the_keys_tenant_is_each_runs_metadata(stream: bool) -> None:
         seen.append(dict(ctx.run.metadata))
         return await call_next(ctx)
 
+    return registry, seen
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_keys_tenant_is_each_runs_metadata(stream: bool) -> None:
+    """A run started with a key sees ``{"tenant": NAME}``, streamed or not."""
+    registry, seen = recording()
     app = create_app(Agent(TestModel(), registry=registry), ServeSettings(keys=KEYS))
     with running(app) as base_url, OpenAI(base_url=base_url, api_key=GLOBEX) as client:
         if stream:
@@ -132,14 +138,7 @@ def test_the_keys_tenant_is_each_runs_metadata(stream: bool) -> None:
 
 def test_without_keys_runs_have_no_tenant() -> None:
     """With no keys configured everything is open, and the metadata is empty."""
-    seen: list[object] = []
-    registry = Registry()
-
-    @registry.on("run")
-    async def record(ctx, call_next):  # type: ignore[no-untyped-def]
-        seen.append(dict(ctx.run.metadata))
-        return await call_next(ctx)
-
+    registry, seen = recording()
     app = create_app(Agent(TestModel(), registry=registry))
     with running(app) as base_url, OpenAI(base_url=base_url, api_key="anything") as client:
         client.chat.completions.create(model="fncore", messages=USER)  # type: ignore[arg-type]
