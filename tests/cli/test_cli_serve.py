@@ -258,8 +258,11 @@ KEY = "sk-tenant-acme-5e1f"
 
 
 def test_with_keys_any_address_is_served_and_the_key_is_required(app: Path) -> None:
-    """Keys from the environment allow 0.0.0.0; requests need one; none shows on stderr."""
-    keys = {"FNCORE_SERVE__KEYS__ACME": KEY}
+    """Keys from the environment allow 0.0.0.0; requests need one; none shows on stderr.
+
+    The other ``[serve]`` settings reach the app too: here its model's name.
+    """
+    keys = {"FNCORE_SERVE__KEYS__ACME": KEY, "FNCORE_SERVE__MODEL_NAME": "bot"}
     with serving(
         app, "--agent", "app:agent", "--host", "0.0.0.0", "--port", "0", environ=keys
     ) as server:
@@ -272,9 +275,9 @@ def test_with_keys_any_address_is_served_and_the_key_is_required(app: Path) -> N
                 OpenAI(base_url=f"{url}/v1", api_key=wrong, max_retries=0) as client,
                 pytest.raises(openai.AuthenticationError),
             ):
-                client.chat.completions.create(model="fncore", messages=messages)  # type: ignore[arg-type]
+                client.chat.completions.create(model="bot", messages=messages)  # type: ignore[arg-type]
         with OpenAI(base_url=f"{url}/v1", api_key=KEY) as client:
-            reply = client.chat.completions.create(model="fncore", messages=messages)  # type: ignore[arg-type]
+            reply = client.chat.completions.create(model="bot", messages=messages)  # type: ignore[arg-type]
         assert reply.choices[0].message.content == "add: 5"
         status, printed = server.stop(signal.SIGTERM)
     assert (status, printed) == (0, "")
