@@ -164,7 +164,10 @@ class _ChatCompletions:
         if chat.stream:
             return EventSourceResponse(self._chunks(chat, run))
         outcome = await self.agent.run(
-            prompt, session_id=session_id, metadata=run.metadata, model_settings=run.sampling
+            run.prompt,
+            session_id=run.session_id,
+            metadata=run.metadata,
+            model_settings=run.sampling,
         )
         status, body = self._answer(outcome)
         # A run's answer is final: OpenAI's SDKs would otherwise retry a 409 or a 5xx,
