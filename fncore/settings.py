@@ -130,14 +130,28 @@ class AgentConfig(BaseModel):
 
 
 class ServeConfig(BaseModel):
-    """The ``[serve]`` section: where ``fncore serve`` listens (its flags win)."""
+    """The ``[serve]`` section: where ``fncore serve`` listens (flags win) and whom it serves."""
 
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
-    """The address to listen on: a loopback one (``127.0.0.1``, ``::1``, ``localhost``)."""
+    """The address to listen on: a loopback one (``127.0.0.1``, ``::1``, ``localhost``)
+    unless ``keys`` are set."""
     port: Annotated[int, Field(ge=0, le=65535)] = 8000
     """The port to listen on; ``0`` takes any free one (the line ``serve`` prints says which)."""
+    keys: dict[str, SecretStr] = {}
+    """API keys by tenant: ``[serve.keys] acme = "..."`` or ``FNCORE_SERVE__KEYS__ACME``.
+    Secrets: a repr shows ``**********``. Empty: no key needed, loopback only."""
+    cors_origins: list[str] = []
+    """Origins browsers may call the server from (``["*"]``: any); empty: CORS is off."""
+    drain_seconds: Seconds = 30.0
+    """After ``SIGTERM``, how long requests in flight may take to finish."""
+    model_name: Annotated[str, Field(min_length=1)] = "fncore"
+    """The model id clients send (``GET /v1/models``)."""
+    max_body_bytes: Annotated[int, Field(ge=1)] = 1_000_000
+    """The largest request body accepted; a larger one gets a 413."""
+    max_messages: Annotated[int, Field(ge=1)] = 256
+    """The most messages one request may carry; more get a 400."""
 
 
 class MiddlewareEntry(_RedactedUrls):

@@ -3,7 +3,9 @@
 The agent and uvicorn share the command's event loop. uvicorn stops gracefully on
 ``SIGTERM`` and ``SIGINT``: ``SIGTERM`` then ends the command with status 0, ``SIGINT``
 (Ctrl-C) as an interrupt. uvicorn's own log records print as one line each, never with a
-traceback. Until API keys can be required, only a loopback address is served.
+traceback. Without ``[serve] keys`` only a loopback address is served; with keys, any.
+After ``SIGTERM`` the server stops accepting, and requests in flight have
+``[serve] drain_seconds`` to finish (uvicorn's ``timeout_graceful_shutdown``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     import socket
 
     from starlette.applications import Starlette
+
+    from fncore.serve import ServeSettings
 
 _SERVE_MODULES = frozenset({"uvicorn", "starlette", "sse_starlette"})
 """The top-level modules the ``serve`` extra brings."""
@@ -115,7 +119,7 @@ def _serve_modules() -> tuple[Any, Any]:
     return uvicorn, create_app
 
 
-async def _run(app: Starlette, uvicorn: Any, host: str, port: int) -> None:
+async def _run(app: Starlette, uvicorn: Any, host: str, port: int, drain: float) -> None:
     class Server(uvicorn.Server):  # type: ignore[misc]
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
@@ -123,12 +127,40 @@ async def _run(app: Starlette, uvicorn: Any, host: str, port: int) -> None:
                 urls = ", ".join(_url(s) for server in self.servers for s in server.sockets)
                 to_stderr(f"serving on {urls} (OpenAI API under /v1; Ctrl-C stops)")
 
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        lifespan="on",
+        timeout_graceful_shutdown=drain,
+    )
     try:
         await Server(config).serve()
     except SystemExit:  # uvicorn's way to fail at startup; its line said why
         msg = f"could not serve on {host} port {port}"
         raise CommandFailed(msg) from None
+
+
+def _settings(serve: Any) -> ServeSettings:
+    """The app's settings from the ``[serve]`` section (``container.config.serve``).
+
+    Raises:
+        ConfigError: for keys that could not work (the message shows none of them).
+    """
+    from fncore.serve import ServeSettings
+
+    try:
+        return ServeSettings(
+            model_name=serve.model_name(),
+            max_body_bytes=serve.max_body_bytes(),
+            max_messages=serve.max_messages(),
+            keys=serve.keys() or {},
+            cors_origins=tuple(serve.cors_origins() or ()),
+        )
+    except ValueError as exc:
+        msg = f"config key 'serve': {str(exc).removeprefix('ServeSettings.')}"
+        raise ConfigError(msg) from None
 
 
 def serve_command(
@@ -155,15 +187,18 @@ def serve_command(
         container, agent = await chosen_agent(ref, config, settings)
         chosen_host: str = host or container.config.serve.host()
         chosen_port: int = container.config.serve.port() if port is None else port
+        serve = container.config.serve
+        served = _settings(serve)
+        if not served.keys and not is_loopback(chosen_host):
+            msg = (
+                f"will not serve on {chosen_host!r}: serving beyond this machine needs "
+                "API keys; set [serve] keys (or FNCORE_SERVE__KEYS__TENANT=KEY), or use "
+                "127.0.0.1, ::1 or localhost"
+            )
+            raise ConfigError(msg)
         async with opened(container, agent):
-            if not is_loopback(chosen_host):
-                msg = (
-                    f"will not serve on {chosen_host!r}: serving beyond this machine needs "
-                    "API keys, which fncore serve does not support; use 127.0.0.1, ::1 or "
-                    "localhost"
-                )
-                raise ConfigError(msg)
-            await _run(create_app(agent), uvicorn, chosen_host, chosen_port)
+            app = create_app(agent, served)
+            await _run(app, uvicorn, chosen_host, chosen_port, serve.drain_seconds())
 
     with _uvicorn_lines(), _sigterm_ends_cleanly():
         asyncio.run(serve_then_close())

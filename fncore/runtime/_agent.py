@@ -184,6 +184,11 @@ class Agent(Generic[OutputT]):
         return self._runner.stack.engine.settings
 
     @property
+    def model_settings(self) -> ModelSettings:
+        """The sampling settings each run uses unless it is given its own."""
+        return self._runner.default_settings
+
+    @property
     def tools(self) -> Mapping[str, Tool]:
         """Every tool the agent can run, by name."""
         return self._runner.stack.engine.tools

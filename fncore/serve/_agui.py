@@ -72,7 +72,8 @@ from fncore.core import (
     ToolCallStarted,
     ToolResultReady,
 )
-from fncore.runtime import Agent
+from fncore.runtime import Agent, RunStream
+from fncore.serve._runs import RunsLog
 from fncore.serve._wire import (
     CLIENT_TOOLS,
     RequestError,
@@ -380,15 +381,21 @@ class _Translation:
 class _AgUi:
     """The ``POST /ag-ui`` endpoint of one app."""
 
-    __slots__ = ("agent", "max_messages", "metadata_of", "read_body")
+    __slots__ = ("agent", "max_messages", "metadata_of", "read_body", "runs")
 
     def __init__(
-        self, agent: Agent[Any], read_body: ReadBody, max_messages: int, metadata_of: RunMetadata
+        self,
+        agent: Agent[Any],
+        read_body: ReadBody,
+        max_messages: int,
+        metadata_of: RunMetadata,
+        runs: RunsLog,
     ) -> None:
         self.agent = agent
         self.read_body = read_body
         self.max_messages = max_messages
         self.metadata_of = metadata_of
+        self.runs = runs
 
     async def endpoint(self, request: Request) -> Response:
         """``POST /ag-ui``."""
@@ -400,12 +407,16 @@ class _AgUi:
             run_input = parse_input(await self.read_body(request), self.max_messages)
             if run_input.resume:
                 checkpoint_id, decisions = resume_decisions(run_input.resume)
-                stream = self.agent.resume_stream(checkpoint_id, decisions, metadata=metadata)
+
+                def start() -> RunStream[Any]:
+                    return self.agent.resume_stream(checkpoint_id, decisions, metadata=metadata)
             else:
                 prompt = last_user_text(run_input)
-                stream = self.agent.stream(
-                    prompt, metadata=metadata, session_id=run_input.thread_id
-                )
+
+                def start() -> RunStream[Any]:
+                    return self.agent.stream(
+                        prompt, metadata=metadata, session_id=run_input.thread_id
+                    )
         except RequestError as error:
             body = error_body(error.message, error.kind, param=error.param, code=error.code)
             return JSONResponse(body, status_code=error.status)
@@ -417,9 +428,12 @@ class _AgUi:
             started = RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
             yield encoder.encode(started).encode()
             translation = _Translation(run_input)
-            async for event in stream:
-                for out in translation.events(event):
-                    yield encoder.encode(out).encode()
+            with self.runs.record("ag-ui", run_input.thread_id) as record:
+                stream = start()  # in the block: the log takes the run's spans
+                async for event in stream:
+                    for out in translation.events(event):
+                        yield encoder.encode(out).encode()
+                record.finish(await stream.result())
 
         return EventSourceResponse(frames(), media_type=encoder.get_content_type())
 
@@ -429,6 +443,7 @@ def agui_routes(
     read_body: ReadBody,
     max_messages: int,
     metadata_of: RunMetadata | None = None,
+    runs: RunsLog | None = None,
 ) -> list[Route]:
     """The ``POST /ag-ui`` route: ``agent`` behind the AG-UI protocol.
 
@@ -437,9 +452,16 @@ def agui_routes(
         read_body: Reads a request's body within the app's size limit.
         max_messages: The most messages one input may carry; more get a 400.
         metadata_of: The run metadata of a request (default: none).
+        runs: The log that records each run (default: a log of its own).
 
     Returns:
         The routes to add to the app.
     """
-    endpoint = _AgUi(agent, read_body, max_messages, metadata_of or (lambda request: {}))
+    endpoint = _AgUi(
+        agent,
+        read_body,
+        max_messages,
+        metadata_of or (lambda request: {}),
+        RunsLog() if runs is None else runs,
+    )
     return [Route("/ag-ui", endpoint.endpoint, methods=["POST"])]

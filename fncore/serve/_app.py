@@ -14,11 +14,17 @@ and the inspection routes of `fncore.serve._inspect` (``/api/sessions``, ``/api/
 `fncore.serve._approvals` (``/api/approvals``), the runs log of `fncore.serve._runs`
 (``/api/runs``) and the web console of `fncore.serve._console` (``/``).
 
+With `ServeSettings.keys`, every route but ``/healthz``, ``/readyz`` and the console's
+static files needs ``Authorization: Bearer KEY`` (`fncore.serve._auth`), and each run gets
+the key's tenant as metadata. With `ServeSettings.cors_origins`, browsers on those origins
+may call the app. A request's sampling fields override the agent's model settings.
+
 Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
-400 for a malformed request (the field named) or one that brings its own tools, 404 for
-an unknown model or path, 413 for a body over ``max_body_bytes``, 409 for a run paused for
-approval (with its checkpoint id and pending calls), 429/502/500 for a run that failed on
-a limit, on the model, or otherwise. Nothing answers with a traceback.
+400 for a malformed request (the field named) or one that brings its own tools, 401 for a
+missing or unknown key, 404 for an unknown model or path, 413 for a body over
+``max_body_bytes``, 409 for a run paused for approval (with its checkpoint id and pending
+calls), 429/502/500 for a run that failed on a limit, on the model, or otherwise. Nothing
+answers with a traceback.
 """
 
 from __future__ import annotations
@@ -27,22 +33,25 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_core import to_json
 from returns.result import Failure
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from fncore.core import AgentError, Message, RunOutcome, TextDelta
+from fncore.core import AgentError, Message, ModelSettings, RunOutcome, TextDelta
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
 from fncore.serve._agui import agui_routes
 from fncore.serve._approvals import approval_routes
+from fncore.serve._auth import auth_middleware, run_metadata
 from fncore.serve._console import console_routes
 from fncore.serve._inspect import inspection_routes
 from fncore.serve._runs import RunsLog, runs_routes
@@ -72,6 +81,15 @@ SESSION_HEADER = "fncore-session"
 
 _NO_RETRY = {"x-should-retry": "false"}
 """Tells OpenAI's SDKs not to retry (they honour this header before the status)."""
+
+
+class _Run(NamedTuple):
+    """What one request runs: its input, session, metadata (the tenant) and sampling."""
+
+    prompt: str | tuple[Message, ...]
+    session_id: str | None
+    metadata: dict[str, object]
+    sampling: ModelSettings
 
 
 def _dumps(body: Mapping[str, object]) -> str:
@@ -147,11 +165,19 @@ class _ChatCompletions:
             )
         except RequestError as error:
             return _refused(error)
+        run = _Run(
+            prompt, session_id, run_metadata(request), chat.sampling(self.agent.model_settings)
+        )
         if chat.stream:
-            return EventSourceResponse(self._chunks(chat, prompt, session_id))
-        with self.runs.record("chat.completions", session_id) as run:
-            outcome = await self.agent.run(prompt, session_id=session_id)
-            run.finish(outcome)
+            return EventSourceResponse(self._chunks(chat, run))
+        with self.runs.record("chat.completions", run.session_id) as record:
+            outcome = await self.agent.run(
+                run.prompt,
+                session_id=run.session_id,
+                metadata=run.metadata,
+                model_settings=run.sampling,
+            )
+            record.finish(outcome)
         status, body = self._answer(outcome)
         # A run's answer is final: OpenAI's SDKs would otherwise retry a 409 or a 5xx,
         # running the agent (and its tools) again.
@@ -166,25 +192,30 @@ class _ChatCompletions:
             return 409, paused_body(result.paused.checkpoint_id, result.paused.requests)
         return 200, completion(self.settings.model_name, _text(result.output), result.usage)
 
-    async def _chunks(
-        self, chat: ChatRequest, prompt: str | tuple[Message, ...], session_id: str | None
-    ) -> AsyncIterator[dict[str, str]]:
+    async def _chunks(self, chat: ChatRequest, run: _Run) -> AsyncIterator[dict[str, str]]:
         """The SSE events of a streamed answer: the text deltas as they come, then the end.
 
         A run that fails or pauses ends the stream with an ``error`` event instead (the
-        status is already sent): the body a non-streaming request would have answered.
+        status is already sent): the body a non-streaming request would have answered. A
+        client that disconnects cancels the run (sse-starlette cancels this generator),
+        which leaves its session as it was.
         """
         model = self.settings.model_name
         completion_id, created = new_id(), int(time.time())
         yield {"data": _dumps(chunk(completion_id, created, model, {"role": "assistant"}))}
-        with self.runs.record("chat.completions", session_id) as run:
-            stream = self.agent.stream(prompt, session_id=session_id)
+        with self.runs.record("chat.completions", run.session_id) as record:
+            stream = self.agent.stream(
+                run.prompt,
+                session_id=run.session_id,
+                metadata=run.metadata,
+                model_settings=run.sampling,
+            )
             async for event in stream:
                 if type(event) is TextDelta:
                     delta = {"content": event.text}
                     yield {"data": _dumps(chunk(completion_id, created, model, delta))}
             outcome = await stream.result()
-            run.finish(outcome)
+            record.finish(outcome)
         status, body = self._answer(outcome)
         if status != 200:
             yield {"data": _dumps(body)}
@@ -212,6 +243,20 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
+def _cors(origins: tuple[str, ...]) -> list[Middleware]:
+    """Starlette's CORS middleware for ``origins``, outside the keys (a preflight has none)."""
+    if not origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["authorization", "content-type", SESSION_HEADER],
+        )
+    ]
+
+
 def create_app(
     agent: Agent[Any], settings: ServeSettings | None = None, *, runs: RunsLog | None = None
 ) -> Starlette:
@@ -230,8 +275,8 @@ def create_app(
 
     Args:
         agent: The agent to serve.
-        settings: The served model's name and the request limits (default:
-            ``ServeSettings()``).
+        settings: The served model's name, the request limits, the API keys by tenant
+            and the CORS origins (default: ``ServeSettings()``: no keys, no CORS).
         runs: The log of recent runs behind ``/api/runs`` and the console (default: a
             `RunsLog` of the last 200 runs, spans from the global tracer provider).
 
@@ -245,8 +290,9 @@ def create_app(
         >>> sorted({route.path for route in app.routes if route.path.startswith("/v1")})
         ['/v1/chat/completions', '/v1/models']
     """
+    settings = settings or ServeSettings()
     runs_log = RunsLog() if runs is None else runs
-    endpoints = _ChatCompletions(agent, settings or ServeSettings(), runs_log)
+    endpoints = _ChatCompletions(agent, settings, runs_log)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -259,11 +305,12 @@ def create_app(
             Route("/v1/models", endpoints.models, methods=["GET"]),
             Route("/healthz", endpoints.health, methods=["GET"]),
             *inspection_routes(agent),
-            *agui_routes(agent, endpoints._body, endpoints.settings.max_messages),
-            *approval_routes(agent),
+            *agui_routes(agent, endpoints._body, settings.max_messages, run_metadata, runs_log),
+            *approval_routes(agent, run_metadata, runs_log),
             *runs_routes(runs_log),
             *console_routes(),
         ],
+        middleware=[*_cors(settings.cors_origins), *auth_middleware(settings.key_tenants())],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
         lifespan=lifespan,
     )

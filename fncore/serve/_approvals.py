@@ -52,6 +52,7 @@ from fncore.core import (
 )
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent, CheckpointCatalog, CheckpointInfo, CheckpointStore
+from fncore.serve._runs import RunsLog
 from fncore.serve._wire import RequestError, error_body, usage_body
 
 __all__ = ["approval_routes"]
@@ -192,13 +193,17 @@ def _no_metadata(request: Request) -> Mapping[str, object]:
 class _Approvals:
     """The approvals endpoints of one app's agent."""
 
-    __slots__ = ("agent", "metadata", "resuming")
+    __slots__ = ("agent", "metadata", "resuming", "runs")
 
     def __init__(
-        self, agent: Agent[Any], metadata: Callable[[Request], Mapping[str, object]]
+        self,
+        agent: Agent[Any],
+        metadata: Callable[[Request], Mapping[str, object]],
+        runs: RunsLog,
     ) -> None:
         self.agent = agent
         self.metadata = metadata
+        self.runs = runs
         self.resuming: set[str] = set()
         """The checkpoints a POST of this process is deciding now."""
 
@@ -298,7 +303,9 @@ class _Approvals:
         if isinstance(decisions, JSONResponse):
             return decisions
         metadata = {**checkpoint.metadata, **wanted}
-        outcome = await self.agent.resume(cid, decisions, metadata=metadata)
+        with self.runs.record("approvals", checkpoint.session_id) as record:
+            outcome = await self.agent.resume(cid, decisions, metadata=metadata)
+            record.finish(outcome)
         if isinstance(outcome, Failure):
             error = outcome.failure()
             call_id = getattr(error, "call_id", None)
@@ -377,7 +384,9 @@ def _param(body: DecideRequest, call_id: str | None) -> str | None:
 
 
 def approval_routes(
-    agent: Agent[Any], metadata: Callable[[Request], Mapping[str, object]] = _no_metadata
+    agent: Agent[Any],
+    metadata: Callable[[Request], Mapping[str, object]] = _no_metadata,
+    runs: RunsLog | None = None,
 ) -> list[Route]:
     """The routes of the approvals API for ``agent``.
 
@@ -386,8 +395,9 @@ def approval_routes(
         metadata: The caller's run metadata, from its request (a tenant, say): only the
             checkpoints whose run metadata holds each of its items are listed and can be
             decided, and the resumed run gets them on top of the paused run's.
+        runs: The log that records each resumed run (default: a log of its own).
     """
-    endpoints = _Approvals(agent, metadata)
+    endpoints = _Approvals(agent, metadata, RunsLog() if runs is None else runs)
     return [
         Route("/api/approvals", endpoints.list, methods=["GET"]),
         Route("/api/approvals/{checkpoint_id}", endpoints.decide, methods=["POST"]),

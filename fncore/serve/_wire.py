@@ -9,16 +9,17 @@ refused rather than silently ignored.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
-from fncore.core import Message, PendingRequest, Usage
+from fncore.core import Message, ModelSettings, PendingRequest, Usage
 
 __all__ = [
     "ChatRequest",
@@ -102,8 +103,9 @@ class StreamOptions(BaseModel):
 class ChatRequest(BaseModel):
     """The body of ``POST /v1/chat/completions``.
 
-    Other fields (``temperature``, ``max_tokens``, ...) are ignored: the agent's own model
-    settings govern its runs.
+    The sampling fields (``temperature``, ``top_p``, ``max_tokens`` or
+    ``max_completion_tokens``, ``stop``, ``seed``) override the agent's own model settings
+    for this run (`sampling`); other fields are ignored.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -114,6 +116,33 @@ class ChatRequest(BaseModel):
     stream_options: StreamOptions | None = None
     tools: list[object] | None = None
     functions: list[object] | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+
+    def sampling(self, defaults: ModelSettings) -> ModelSettings:
+        """``defaults`` (the agent's model settings) with the fields this request sets.
+
+        Example:
+            >>> body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}],'
+            >>> body += b' "temperature": 0.2, "max_completion_tokens": 9, "stop": "END"}'
+            >>> parse_request(body, 8).sampling(ModelSettings(seed=1))
+            ModelSettings(temperature=0.2, max_tokens=9, top_p=None, stop=('END',), seed=1, \
+parallel_tool_calls=None, extra=mappingproxy({}))
+        """
+        given: dict[str, Any] = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_completion_tokens or self.max_tokens,
+            "seed": self.seed,
+        }
+        if self.stop is not None:
+            given["stop"] = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+        changes = {name: value for name, value in given.items() if value is not None}
+        return dataclasses.replace(defaults, **changes) if changes else defaults
 
     def prompt(self) -> tuple[Message, ...]:
         """The run's input: the request's messages as fncore messages.

@@ -11,11 +11,13 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import openai
 import pytest
 from openai import OpenAI
 from support import run_fncore
@@ -65,6 +67,10 @@ class Served:
     def stop(self, signum: int) -> tuple[int, str]:
         """Send ``signum``; the exit status and what the server printed after listening."""
         self.process.send_signal(signum)
+        return self.end()
+
+    def end(self) -> tuple[int, str]:
+        """The exit status and what the server printed after listening, once it ends."""
         status = self.process.wait(timeout=SAFETY_SECONDS)
         rest = []
         while (line := self._next()) is not None:
@@ -73,13 +79,14 @@ class Served:
 
 
 @contextmanager
-def serving(cwd: Path, *args: str) -> Iterator[Served]:
-    """``fncore serve ARGS`` running in ``cwd``, once it listens (its first stderr line).
+def serving(cwd: Path, *args: str, environ: Mapping[str, str] | None = None) -> Iterator[Served]:
+    """``fncore serve ARGS`` running in ``cwd`` (with ``environ`` added), once it listens.
 
     The server is killed at the end if the test did not stop it.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("FNCORE_")}
     env["FNCORE_HOME"] = str(cwd)
+    env.update(environ or {})
     script = Path(sys.executable).parent / "fncore"
     process = subprocess.Popen(
         [str(script), "serve", *args],
@@ -245,3 +252,144 @@ def test_without_the_serve_extra_the_error_says_what_to_install(app: Path) -> No
 def test_loopback_is_this_machine_only(host: str, loopback: bool) -> None:
     """127.0.0.0/8, ::1 and localhost are loopback; every other address is not."""
     assert is_loopback(host) is loopback
+
+
+KEY = "sk-tenant-acme-5e1f"
+
+
+def test_with_keys_any_address_is_served_and_the_key_is_required(app: Path) -> None:
+    """Keys from the environment allow 0.0.0.0; requests need one; none shows on stderr.
+
+    The other ``[serve]`` settings reach the app too: here its model's name.
+    """
+    keys = {"FNCORE_SERVE__KEYS__ACME": KEY, "FNCORE_SERVE__MODEL_NAME": "bot"}
+    with serving(
+        app, "--agent", "app:agent", "--host", "0.0.0.0", "--port", "0", environ=keys
+    ) as server:
+        assert server.url.startswith("http://0.0.0.0:")
+        url = server.url.replace("0.0.0.0", "127.0.0.1")
+        assert json.loads(health(url)) == {"status": "ok"}
+        messages = [{"role": "user", "content": "add 2 and 3"}]
+        for wrong in ("sk-tenant-acme-5e1", f"{KEY}0"):
+            with (
+                OpenAI(base_url=f"{url}/v1", api_key=wrong, max_retries=0) as client,
+                pytest.raises(openai.AuthenticationError),
+            ):
+                client.chat.completions.create(model="bot", messages=messages)  # type: ignore[arg-type]
+        with OpenAI(base_url=f"{url}/v1", api_key=KEY) as client:
+            reply = client.chat.completions.create(model="bot", messages=messages)  # type: ignore[arg-type]
+        assert reply.choices[0].message.content == "add: 5"
+        status, printed = server.stop(signal.SIGTERM)
+    assert (status, printed) == (0, "")
+    assert KEY[:-1] not in printed + server.url
+
+
+def test_keys_in_the_serve_table_are_checked_without_showing_them(app: Path) -> None:
+    """Two tenants with one key is one line naming the tenant, not the key."""
+    config = app / "fncore.toml"
+    config.write_text(f'[serve.keys]\nacme = "{KEY}"\nglobex = "{KEY}"\n')
+    done = run_fncore(app, "serve", "--agent", "app:agent", "--config", str(config), cwd=app)
+    assert (done.returncode, done.stderr.count("\n")) == (1, 1)
+    assert "keys['globex'] is another tenant's key" in done.stderr
+    assert KEY not in done.stderr
+
+
+GATED = """
+import asyncio
+import os
+
+from fncore import Agent, Registry
+from fncore.testing import FunctionModel
+
+
+async def reply(request):
+    # In flight until the test writes a line to its gate: the line is the answer.
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(os.environ["GATE_PORT"]))
+    line = await reader.readline()
+    writer.close()
+    return line.decode().strip()
+
+
+agent = Agent(FunctionModel(reply), registry=Registry())
+"""
+
+
+def refuses_connections(url: str) -> bool:
+    """Whether nothing accepts connections at ``url`` any more."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port))).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+class Gated:
+    """``fncore serve`` of an agent whose model waits at a gate: a request in flight."""
+
+    def __init__(self, server: Served, gate: socket.socket) -> None:
+        self.server = server
+        self.answers: queue.Queue[tuple[int, str] | BaseException] = queue.Queue()
+        self.asking = threading.Thread(target=self._ask, daemon=True)
+        self.asking.start()
+        self.opened, _ = gate.accept()  # the model is waiting: the request is in flight
+
+    def _ask(self) -> None:
+        with OpenAI(base_url=f"{self.server.url}/v1", api_key="x", max_retries=0) as client:
+            try:
+                reply = client.chat.completions.with_raw_response.create(
+                    model="fncore", messages=[{"role": "user", "content": "hi"}]
+                )
+            except openai.APIError as error:
+                self.answers.put(error)
+                return
+            self.answers.put((reply.status_code, reply.parse().choices[0].message.content or ""))
+
+    def answer(self) -> tuple[int, str] | BaseException:
+        """What the request in flight got: its status and answer, or the SDK's error."""
+        answer = self.answers.get(timeout=SAFETY_SECONDS)
+        self.asking.join()
+        return answer
+
+
+@contextmanager
+def gated(app: Path, drain_seconds: float) -> Iterator[Gated]:
+    """``fncore serve`` with ``[serve] drain_seconds``, and one request in flight."""
+    (app / "gated.py").write_text(GATED)
+    (app / "fncore.toml").write_text(f"[serve]\ndrain_seconds = {drain_seconds}\n")
+    with socket.socket() as gate:
+        gate.bind(("127.0.0.1", 0))
+        gate.listen()
+        gate.settimeout(SAFETY_SECONDS)
+        environ = {"GATE_PORT": str(gate.getsockname()[1])}
+        args = ("--agent", "gated:agent", "--port", "0", "--config", "fncore.toml")
+        with serving(app, *args, environ=environ) as server:
+            flight = Gated(server, gate)
+            with flight.opened:
+                yield flight
+
+
+def test_sigterm_stops_accepting_and_lets_the_request_in_flight_finish(app: Path) -> None:
+    """After SIGTERM no connection is accepted, yet the request in flight gets its 200; exit 0."""
+    with gated(app, drain_seconds=600) as flight:
+        server = flight.server
+        server.process.send_signal(signal.SIGTERM)
+        while not refuses_connections(server.url):
+            time.sleep(0.01)
+        assert server.process.poll() is None  # still draining
+        flight.opened.sendall(b"finished after SIGTERM\n")
+        assert flight.answer() == (200, "finished after SIGTERM")
+        assert server.end() == (0, "")
+
+
+def test_a_request_still_running_after_drain_seconds_is_cancelled(app: Path) -> None:
+    """``[serve] drain_seconds`` bounds the drain: a run still waiting then is cancelled.
+
+    uvicorn cancels it and answers 500; the command still ends with 0.
+    """
+    with gated(app, drain_seconds=0.001) as flight:
+        status, printed = flight.server.stop(signal.SIGTERM)  # the gate never opens
+        assert status == 0
+        assert "timeout graceful shutdown exceeded" in printed
+        assert "Traceback" not in printed
+        assert isinstance(flight.answer(), openai.InternalServerError)  # uvicorn's 500

@@ -1,0 +1,121 @@
+"""API keys: ``Authorization: Bearer KEY`` names a tenant, which each run gets as metadata.
+
+Built on Starlette's ``AuthenticationMiddleware``: `KeyBackend` checks the key and sets
+``request.user`` to the key's tenant; `run_metadata` turns it into the run's metadata. A
+key is compared with every configured key in constant time (``hmac.compare_digest``, no
+early exit), and never logged, echoed or kept in an error.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Sequence
+
+from starlette.authentication import (
+    AuthCredentials,
+    AuthenticationBackend,
+    AuthenticationError,
+    SimpleUser,
+)
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse
+
+from fncore.serve._wire import error_body
+
+__all__ = ["OPEN_PATHS", "auth_middleware", "run_metadata"]
+
+OPEN_PATHS = frozenset({"/", "/healthz", "/readyz"})
+"""Paths answered without a key (with ``/console/...``, the console's static files)."""
+
+_CONSOLE = "/console/"
+
+_SCOPE = "tenant"
+"""The credential a valid key gives."""
+
+
+def _path(conn: HTTPConnection) -> str:
+    """The request's path inside this app (without the prefix it is mounted under)."""
+    path: str = conn.scope["path"]
+    root: str = conn.scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :] or "/"
+    return path
+
+
+def is_open(path: str) -> bool:
+    """Whether ``path`` is answered without a key.
+
+    Example:
+        >>> is_open("/healthz"), is_open("/console/app.js"), is_open("/api/sessions")
+        (True, True, False)
+    """
+    return path in OPEN_PATHS or path.startswith(_CONSOLE)
+
+
+class KeyBackend(AuthenticationBackend):
+    """Finds the tenant of the request's bearer key, or refuses it."""
+
+    def __init__(self, keys: Sequence[tuple[bytes, str]]) -> None:
+        self._keys = tuple(keys)
+
+    def tenant(self, given: bytes) -> str | None:
+        """The tenant whose key is ``given``: every key compared, in constant time."""
+        found = None
+        for key, tenant in self._keys:
+            if hmac.compare_digest(key, given):
+                found = tenant
+        return found
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, SimpleUser] | None:
+        """The tenant of the request's key; ``None`` on an open path without a key.
+
+        Raises:
+            AuthenticationError: for a missing or unknown key on a path that needs one.
+        """
+        scheme, _, given = conn.headers.get("authorization", "").partition(" ")
+        tenant = None
+        if scheme.lower() == "bearer" and given.strip():
+            tenant = self.tenant(given.strip().encode())
+        if tenant is not None:
+            return AuthCredentials([_SCOPE]), SimpleUser(tenant)
+        if is_open(_path(conn)):
+            return None
+        if scheme or given:
+            msg = "Incorrect API key provided: send Authorization: Bearer KEY with a valid key"
+        else:
+            msg = "You didn't provide an API key: send it as Authorization: Bearer KEY"
+        raise AuthenticationError(msg)
+
+
+def _refused(conn: HTTPConnection, exc: Exception) -> JSONResponse:
+    """401 in OpenAI's error shape, naming no key."""
+    body = error_body(str(exc), "invalid_request_error", code="invalid_api_key")
+    headers = {"www-authenticate": "Bearer", "x-should-retry": "false"}
+    return JSONResponse(body, status_code=401, headers=headers)
+
+
+def auth_middleware(keys: Sequence[tuple[bytes, str]]) -> list[Middleware]:
+    """The middleware that requires one of ``keys`` (``(key, tenant)`` pairs); none if empty."""
+    if not keys:
+        return []
+    return [Middleware(AuthenticationMiddleware, backend=KeyBackend(keys), on_error=_refused)]
+
+
+def run_metadata(request: Request) -> dict[str, object]:
+    """The metadata a run started by ``request`` gets: ``{"tenant": NAME}`` for a key's tenant.
+
+    Without keys configured (or on an open path without a key), ``{}``.
+
+    Example:
+        >>> from starlette.authentication import SimpleUser
+        >>> run_metadata(Request({"type": "http", "user": SimpleUser("acme")}))
+        {'tenant': 'acme'}
+        >>> run_metadata(Request({"type": "http"}))
+        {}
+    """
+    user = request.scope.get("user")
+    if isinstance(user, SimpleUser):
+        return {"tenant": user.username}
+    return {}
