@@ -89,11 +89,11 @@ def test_without_a_valid_key_the_api_answers_401_in_openais_shape(
 
 
 def test_health_readiness_and_the_consoles_files_need_no_key(root: str) -> None:
-    """/healthz and /readyz answer without a key; console paths are not refused for one."""
+    """/healthz, /readyz and the console's static files answer without a key."""
     assert call(root, "/healthz")[0] == 200
     assert call(root, "/readyz")[0] == 200
-    assert call(root, "/")[0] == 404  # no console in this app: not found, not 401
-    assert call(root, "/console/app.js")[0] == 404
+    assert call(root, "/")[0] == 200  # the console's page asks for a key itself
+    assert call(root, "/console/app.js")[0] == 200
     assert call(root, "/api/stack")[0] == 401
 
 
