@@ -48,6 +48,8 @@ def export_from_environment(environ: Mapping[str, str] = os.environ) -> None:
     variable = next((name for name in ENDPOINTS if environ.get(name)), None)
     if variable is None or environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
         return
+    if not isinstance(otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider):
+        return  # the application (or opentelemetry-instrument) chose where spans go
     protocol = _first(PROTOCOLS, environ) or "http/protobuf"
     if protocol != "http/protobuf":
         msg = (
@@ -62,8 +64,6 @@ def export_from_environment(environ: Mapping[str, str] = os.environ) -> None:
     except ImportError:
         msg = f"{variable} is set: exporting spans over OTLP needs {install_hint('otlp')}"
         raise ConfigError(msg) from None
-    if not isinstance(otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider):
-        return  # the application (or opentelemetry-instrument) chose where spans go
     provider = TracerProvider()  # shut down at exit, flushing its processors
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     otel_trace.set_tracer_provider(provider)

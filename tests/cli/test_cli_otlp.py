@@ -208,3 +208,23 @@ def test_an_unsupported_protocol_is_refused_in_one_line(tmp_path: Path) -> None:
     assert done.stderr.startswith("fncore: error: OTEL_EXPORTER_OTLP_ENDPOINT is set with")
     assert "'http/protobuf' only" in done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+CHOSEN = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from fncore.cli._otlp import export_from_environment
+chosen = TracerProvider()
+trace.set_tracer_provider(chosen)
+environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+export_from_environment(environ)
+print(trace.get_tracer_provider() is chosen)
+"""
+
+
+def test_a_provider_set_already_is_left_alone() -> None:
+    """A global provider set before (as opentelemetry-instrument sets one) is kept, unchecked."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHOSEN], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
