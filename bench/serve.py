@@ -15,12 +15,13 @@ defaults otherwise); the apps are in ``_serve_apps.py``. The client is this proc
 * ``streams_500_ok``: 500 concurrent streaming requests to a fresh server whose model
   streams an answer made of the prompt in 8 pieces, giving the event loop a turn before
   each; true when every one completed with its own answer. Their p50 and p99 latency (from
-  sending to the stream's end), and the server's peak RSS (``VmHWM``).
+  sending to the stream's end), the server's peak RSS (``VmHWM``), the wall time of the
+  500 and the server's CPU time in it.
 * Side by side: the reference workload streamed through Pydantic AI's AG-UI endpoint and
   through fncore's streaming ``/v1/chat/completions``, 50 concurrent, requests per second
-  of each, taken in turn. Pydantic AI is never a dependency of fncore: it runs under
-  ``--peers-python`` (default: this interpreter), in a venv of its own (see
-  docs/performance.md); ``--no-peers`` leaves it out.
+  of each (and its server's CPU time per request), taken in turn. Pydantic AI is never a
+  dependency of fncore: it runs under ``--peers-python`` (default: this interpreter), in a
+  venv of its own (see docs/performance.md); ``--no-peers`` leaves it out.
 
 Usage::
 
@@ -258,7 +259,11 @@ async def streams(count: int) -> dict[str, Any]:
             text = await streamed_chat(client, url, prompt)
             return text == _serve_apps.echo_answer(prompt), time.perf_counter() - started
 
+        before = server.cpu_seconds()
+        started = time.perf_counter()
         done = await asyncio.gather(*(one(n) for n in range(count)))
+        wall = time.perf_counter() - started
+        cpu = server.cpu_seconds() - before
         peak = server.peak_rss_mb()
     latencies = sorted(seconds for _, seconds in done)
     return {
@@ -267,6 +272,8 @@ async def streams(count: int) -> dict[str, Any]:
         "streams_p50_ms": statistics.median(latencies) * 1000,
         "streams_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "streams_peak_rss_mb": peak,
+        "streams_wall_s": wall,
+        "streams_server_cpu_s": cpu,
     }
 
 
@@ -284,14 +291,21 @@ async def side_by_side(rounds: int, runs: int, python: str) -> dict[str, float]:
         }
         for send in ways.values():
             await batch(send, max(runs // 5, CONCURRENCY), CONCURRENCY)
+        servers = {"fncore": ours, "pydantic_ai": theirs}
         best = dict.fromkeys(ways, 0.0)
+        cpu = dict.fromkeys(ways, float("inf"))
         for _ in range(rounds):
             for name, send in ways.items():
+                before = servers[name].cpu_seconds()
                 best[name] = max(best[name], runs / await batch(send, runs, CONCURRENCY))
+                spent = servers[name].cpu_seconds() - before
+                cpu[name] = min(cpu[name], spent / runs * 1e6)
     return {
         "fncore_stream_rps": best["fncore"],
         "pydantic_ai_agui_rps": best["pydantic_ai"],
         "fncore_vs_pydantic_ai_rps": best["fncore"] / best["pydantic_ai"],
+        "fncore_stream_cpu_us": cpu["fncore"],
+        "pydantic_ai_agui_cpu_us": cpu["pydantic_ai"],
     }
 
 
@@ -317,13 +331,17 @@ def report(figures: _measure.Figures) -> str:
         f"{f['serve_wall_ratio']:.2f})",
         f"{STREAMS} concurrent streams: {f['streams_completed']} with their own answer "
         f"(streams_500_ok {f['streams_500_ok']}), p50 {f['streams_p50_ms']:.0f} ms, "
-        f"p99 {f['streams_p99_ms']:.0f} ms, peak RSS {f['streams_peak_rss_mb']:.0f} MiB",
+        f"p99 {f['streams_p99_ms']:.0f} ms, peak RSS {f['streams_peak_rss_mb']:.0f} MiB; "
+        f"{f['streams_wall_s']:.2f} s in all, {f['streams_server_cpu_s']:.2f} s of it the "
+        "server's CPU",
     ]
     if "pydantic_ai_agui_rps" in f:
         lines += [
             "the reference workload streamed, requests per second:",
-            f"  fncore /v1/chat/completions  {f['fncore_stream_rps']:8.0f}",
-            f"  Pydantic AI {f['pydantic_ai_version']} AG-UI     {f['pydantic_ai_agui_rps']:8.0f}",
+            f"  fncore /v1/chat/completions  {f['fncore_stream_rps']:8.0f} "
+            f"({f['fncore_stream_cpu_us']:.0f} µs server CPU a request)",
+            f"  Pydantic AI {f['pydantic_ai_version']} AG-UI     {f['pydantic_ai_agui_rps']:8.0f} "
+            f"({f['pydantic_ai_agui_cpu_us']:.0f} µs server CPU a request)",
         ]
     return "\n".join(lines)
 
