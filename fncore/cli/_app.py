@@ -20,6 +20,7 @@ from fncore.cli._commands import (
 )
 from fncore.cli._errors import CommandFailed
 from fncore.cli._logging import cli_logging
+from fncore.cli._otlp import export_from_environment
 from fncore.cli._serve import serve_command
 from fncore.cli._sessions import ACTIONS, list_command, session_command
 from fncore.cli._text import safe
@@ -280,6 +281,7 @@ def _fail(message: str, code: int) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    export_from_environment()
     run_command(
         args.prompt,
         config=args.config,
@@ -321,6 +323,7 @@ def _resume(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    export_from_environment()
     serve_command(
         config=args.config, settings=settings, host=args.host, port=args.port, ref=args.agent
     )
