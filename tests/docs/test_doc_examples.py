@@ -1,6 +1,8 @@
 """Run every ```python block of README.md and docs/**/*.md, in order, one namespace per file.
 
-Top-level ``await`` is allowed. A block whose info string is ``python skip`` is not run.
+Top-level ``await`` is allowed. A block opened with ``{.python .skip}`` (shown as Python,
+not run) is left out. (``python skip`` would not do: the docs' Markdown takes such a fence
+for plain text, so a test refuses it.)
 """
 
 from __future__ import annotations
@@ -27,12 +29,20 @@ def doc_files() -> list[Path]:
     return [f for f in files if f.is_file()]
 
 
+def fence_words(info: str) -> list[str]:
+    """The language and classes of a fence's info string: ``{.python .skip}`` is both."""
+    info = info.strip()
+    if info.startswith("{") and info.endswith("}"):
+        return [word.removeprefix(".") for word in info[1:-1].split()]
+    return info.split()
+
+
 def python_blocks(path: Path) -> list[tuple[int, str]]:
     """The ```python blocks of ``path`` as (line number, dedented source), skips left out."""
     text = path.read_text(encoding="utf-8")
     blocks: list[tuple[int, str]] = []
     for match in FENCE.finditer(text):
-        info = match["info"].strip().split()
+        info = fence_words(match["info"])
         if not info or info[0] != "python" or "skip" in info[1:]:
             continue
         indent = len(match["indent"])
@@ -74,3 +84,15 @@ def test_doc_examples_run(path: Path) -> None:
 def test_docs_have_examples() -> None:
     """The extractor finds the examples (guards against a broken fence pattern)."""
     assert sum(len(python_blocks(p)) for p in doc_files()) >= 10
+
+
+def test_no_fence_has_bare_words_after_its_language() -> None:
+    """A fence like ``python skip`` renders as plain text in the docs: use ``{.python .skip}``."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}: {match['info']}"
+        for path in doc_files()
+        for text in [path.read_text(encoding="utf-8")]
+        for match in FENCE.finditer(text)
+        if len(match["info"].split()) > 1 and not match["info"].strip().startswith("{")
+    ]
+    assert bad == []

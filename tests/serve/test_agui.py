@@ -431,4 +431,4 @@ def test_the_serving_docs_show_the_example_client_as_it_is() -> None:
     """The client shown in docs/reference/serve.md is examples/agui_client.py, verbatim."""
     page = (ROOT / "docs" / "reference" / "serve.md").read_text(encoding="utf-8")
     source = (ROOT / "examples" / "agui_client.py").read_text(encoding="utf-8")
-    assert f"```python skip\n{source}```" in page
+    assert f"```{{.python .skip}}\n{source}```" in page
