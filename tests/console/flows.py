@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 
 from fncore import Agent, Registry
 from fncore.middleware import limit_calls, retry, trace
-from fncore.serve import RunsLog, create_app
+from fncore.serve import RunsLog, ServeSettings, create_app
 from fncore.testing import TestModel
 
 CHROMIUM = "/usr/bin/chromium"
@@ -41,7 +41,7 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def console_app() -> Starlette:
+def console_app(settings: ServeSettings | None = None) -> Starlette:
     """An agent with two tools and a small stack, traced to a provider of its own."""
     provider = TracerProvider()
     registry = Registry()
@@ -49,7 +49,7 @@ def console_app() -> Starlette:
     registry.include(retry())
     registry.include(limit_calls(model_calls_per_reply=10))
     agent = Agent(TestModel(), registry=registry, tools=[add, word_count])
-    return create_app(agent, runs=RunsLog(tracer_provider=provider))
+    return create_app(agent, settings, runs=RunsLog(tracer_provider=provider))
 
 
 @contextlib.contextmanager

@@ -10,8 +10,8 @@ import pytest
 from flows import chat, console_app, open_console, show, show_run, show_stack, show_tools
 from playwright.sync_api import Page, expect
 from serve.served import running
-from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fncore.serve import ServeSettings
 from fncore.serve._console import CONSOLE_DIR
 
 
@@ -90,31 +90,10 @@ def test_a_run_appears_in_runs_and_its_waterfall_shows_its_spans(page: Page, roo
     expect(page.locator("tr[aria-current=true]")).to_contain_text("alice")
 
 
-class _NeedsKey:
-    """A stand-in for the server's key check: ``/api/*`` needs ``Bearer secret``."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = dict(scope.get("headers", []))
-        api = scope["type"] == "http" and scope["path"].startswith("/api/")
-        if api and headers.get(b"authorization") != b"Bearer secret":
-            body = b'{"error": {"message": "a valid key is needed", "code": "invalid_api_key"}}'
-            start = {"type": "http.response.start", "status": 401}
-            start["headers"] = [(b"content-type", b"application/json")]
-            await send(start)
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.app(scope, receive, send)
-
-
 @pytest.fixture
 def locked_root() -> Iterator[str]:
-    """The console's app behind a key check."""
-    app = console_app()
-    app.add_middleware(_NeedsKey)
-    with running(app) as base:
+    """The console's app with a key (for the tenant ``ops``): the API needs it."""
+    with running(console_app(ServeSettings(keys={"ops": "secret"}))) as base:
         yield base.removesuffix("v1")
 
 
