@@ -2,6 +2,7 @@
 // (POST /api/approvals/{checkpoint}). It polls while shown, so new pauses appear without a
 // reload. Edited arguments are checked against the tool's JSON schema before anything is sent.
 import { Validator } from "../vendor/json-schema/index.js";
+import { el, pollWhileShown } from "../dom.js";
 
 export const title = "Approvals";
 export const order = 20;
@@ -19,16 +20,6 @@ const KINDS = {
 const WRAPPERS = new Set(["properties", "items", "prefixItems", "$ref", "$dynamicRef", "allOf", "false"]);
 
 let uid = 0;
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name === "class") node.className = value;
-    else node.setAttribute(name, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
 
 function pretty(value) {
   return JSON.stringify(value, null, 2);
@@ -172,7 +163,6 @@ export function mount(panel, api) {
 
   const items = new Map(); // checkpoint id -> { article, doc, sending, ages }
   const gone = new Set(); // decided here (or elsewhere, as a 409 said): never listed again
-  let timer = null;
   let polling = false;
   let generation = 0; // bumped as each poll starts: a poll forgets only what was listed before it
 
@@ -330,12 +320,5 @@ export function mount(panel, api) {
     }
   }
 
-  return (visible) => {
-    clearInterval(timer);
-    timer = null;
-    if (visible) {
-      refresh();
-      timer = setInterval(refresh, POLL_MS);
-    }
-  };
+  return pollWhileShown(refresh, POLL_MS);
 }
