@@ -280,7 +280,7 @@ export function mount(panel, api) {
   function tick(item) {
     const created = item.doc.created;
     const expires = item.doc.expires;
-    const parts = [created ? `waiting since ${age(created)}` : null, `checkpoint ${item.doc.id}`];
+    const parts = [created ? `paused ${age(created)}` : null, `checkpoint ${item.doc.id}`];
     if (item.doc.run_id) parts.push(`run ${item.doc.run_id}`);
     if (expires) parts.push(`expires ${new Date(expires * 1000).toLocaleString()}`);
     item.ages.textContent = parts.filter(Boolean).join(" · ");
