@@ -18,7 +18,10 @@ from flows import (  # noqa: E402
     browser,
     chat,
     console_app,
+    inbox_app,
     open_console,
+    pause,
+    refuse_edit,
     show_run,
     show_stack,
     show_tools,
@@ -29,7 +32,7 @@ OUT = ROOT / "docs" / "assets" / "console"
 
 
 def main() -> None:
-    """Take one screenshot per view: runs (with a waterfall), stack and tools."""
+    """Take one screenshot per view: runs (with a waterfall), stack, tools and approvals."""
     OUT.mkdir(parents=True, exist_ok=True)
     with running(console_app()) as base, browser() as launched:
         root = base.removesuffix("v1")
@@ -44,6 +47,20 @@ def main() -> None:
             flow()
             page.screenshot(path=OUT / f"{name}.png", full_page=True)
             print(OUT / f"{name}.png")
+    approvals()
+
+
+def approvals() -> None:
+    """The Approvals view: two paused runs, one of them with an edit the schema refuses."""
+    with running(inbox_app()) as base, browser() as launched:
+        root = base.removesuffix("v1")
+        pause(root, "add 1 and 2, then add 3 and 4", session="alice")
+        edited = pause(root, "add 2 and 3", session="bob")
+        page = launched.new_page(viewport={"width": 1100, "height": 720})
+        open_console(page, root)
+        refuse_edit(page, edited, "call_0", '{\n  "a": "two",\n  "b": 3\n}')
+        page.screenshot(path=OUT / "approvals.png", full_page=True)
+        print(OUT / "approvals.png")
 
 
 if __name__ == "__main__":

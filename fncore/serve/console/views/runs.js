@@ -1,19 +1,10 @@
 // Runs: the server's recent runs (GET /api/runs), and a waterfall of a selected run's spans.
 // It polls while shown, so new runs appear without a reload.
+import { el, pollWhileShown } from "../dom.js";
 export const title = "Runs";
 export const order = 30;
 
 const POLL_MS = 1500;
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name === "class") node.className = value;
-    else node.setAttribute(name, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
 
 function ms(value) {
   if (value === null || value === undefined) return "…";
@@ -105,7 +96,6 @@ export function mount(panel, api) {
     detail,
   );
   let selected = null;
-  let timer = null;
   let shownDetail = "";
 
   async function showRun(id) {
@@ -158,12 +148,5 @@ export function mount(panel, api) {
     }
   }
 
-  return (visible) => {
-    clearInterval(timer);
-    timer = null;
-    if (visible) {
-      refresh();
-      timer = setInterval(refresh, POLL_MS);
-    }
-  };
+  return pollWhileShown(refresh, POLL_MS);
 }
