@@ -98,9 +98,7 @@ def test_stop_aborts_the_request_and_the_server_cancels_the_run(
     say(page, "Tell me something")
     expect(transcript(page).locator(".chat-assistant .chat-text")).to_have_text("Streaming")
     page.get_by_role("button", name="Stop").click()
-    expect(page.locator("#view-chat .chat-status")).to_have_text(
-        "Stopped: the run was cancelled."
-    )
+    expect(page.locator("#view-chat .chat-status")).to_have_text("Stopped: the run was cancelled.")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     assert httpx2.get(f"{root}api/sessions").json()["data"] == []
 

@@ -286,6 +286,7 @@ export function mount(panel, api) {
         throw new Error(`${response.status}: ${message}`);
       }
       for await (const event of sseEvents(response)) handle(event);
+      await loadSessions(); // a new session is listed (and picked) once its first turn is stored
       status.textContent = paused ? "Paused." : "Done.";
     } catch (failure) {
       if (controller.signal.aborted) status.textContent = "Stopped: the run was cancelled.";
@@ -293,11 +294,11 @@ export function mount(panel, api) {
         error.textContent = failure.message;
         status.textContent = "";
       }
+      loadSessions();
     } finally {
       running = null;
       send.disabled = false;
       stop.disabled = true;
-      loadSessions();
     }
   }
 
