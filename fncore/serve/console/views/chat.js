@@ -4,18 +4,10 @@
 // (GET /api/sessions, its messages from GET /api/sessions/{id}) or start a new one.
 // A pause shows the pending calls and a link to the Approvals view; Stop aborts the request,
 // and the server cancels the run (the session stays as it was).
+import { el } from "../dom.js";
+
 export const title = "Chat";
 export const order = 10;
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name === "class") node.className = value;
-    else node.setAttribute(name, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
 
 // A random id; crypto.getRandomValues works outside secure contexts too (unlike randomUUID).
 function newId(prefix) {

@@ -1,19 +1,11 @@
 // Runs: the server's recent runs (GET /api/runs), and a waterfall of a selected run's spans.
 // It polls while shown, so new runs appear without a reload.
+import { el } from "../dom.js";
+
 export const title = "Runs";
 export const order = 30;
 
 const POLL_MS = 1500;
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name === "class") node.className = value;
-    else node.setAttribute(name, value);
-  }
-  node.append(...children.filter((c) => c !== null && c !== undefined));
-  return node;
-}
 
 function ms(value) {
   if (value === null || value === undefined) return "…";
