@@ -82,6 +82,7 @@ def test_the_answer_streams_into_the_page_as_it_arrives(
     expect(answer).to_have_text("Streaming")  # the model holds the rest
     expect(page.get_by_role("status").filter(has_text="Answering")).to_be_visible()
     expect(page.get_by_role("button", name="Stop")).to_be_enabled()
+    expect(transcript(page)).to_have_attribute("aria-busy", "true")
     model.gate.set()
     expect(answer).to_have_text(ANSWER)
     answered(page)
@@ -193,6 +194,7 @@ def test_a_run_error_shows_in_the_page(page: Page) -> None:
         alert = page.locator("#view-chat").get_by_role("alert")
         expect(alert).to_contain_text("ModelError")
         expect(alert).to_contain_text("the model is down")
+        expect(page.locator("#view-chat .chat-status")).to_have_text("The run failed.")
 
 
 def test_a_link_to_a_view_shows_it(page: Page, root: str) -> None:

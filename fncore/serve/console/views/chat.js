@@ -159,6 +159,7 @@ export function mount(panel, api) {
   const transcript = new Transcript(log);
   let thread = newId("console");
   let running = null; // the AbortController of the run in flight
+  let failed = false; // the run in flight ended with RUN_ERROR
   let paused = null; // a pause is shown: the session's version then (null: not stored yet)
   const versions = new Map(); // session id -> its version, from the last listing
 
@@ -243,6 +244,7 @@ export function mount(panel, api) {
         if (event.outcome && event.outcome.type === "interrupt") showPause(event.outcome.interrupts);
         break;
       case "RUN_ERROR":
+        failed = true;
         error.textContent = event.code ? `${event.code}: ${event.message}` : event.message;
         break;
       default:
@@ -258,6 +260,8 @@ export function mount(panel, api) {
     error.textContent = "";
     pause.hidden = true;
     paused = null;
+    failed = false;
+    log.setAttribute("aria-busy", "true"); // read out once the answer is whole
     status.textContent = "Answering…";
     transcript.message("user", text);
     const body = {
@@ -279,7 +283,7 @@ export function mount(panel, api) {
       }
       for await (const event of sseEvents(response)) handle(event);
       await loadSessions(); // a new session is listed (and picked) once its first turn is stored
-      status.textContent = paused ? "Paused." : "Done.";
+      status.textContent = failed ? "The run failed." : paused ? "Paused." : "Done.";
     } catch (failure) {
       if (controller.signal.aborted) status.textContent = "Stopped: the run was cancelled.";
       else {
@@ -288,6 +292,7 @@ export function mount(panel, api) {
       }
       loadSessions();
     } finally {
+      log.removeAttribute("aria-busy");
       running = null;
       send.disabled = false;
       stop.disabled = true;
