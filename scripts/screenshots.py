@@ -17,6 +17,7 @@ sys.path[:0] = [str(ROOT / "tests" / "console"), str(ROOT / "tests")]
 from flows import (  # noqa: E402
     browser,
     chat,
+    chat_in_console,
     console_app,
     inbox_app,
     open_console,
@@ -32,7 +33,7 @@ OUT = ROOT / "docs" / "assets" / "console"
 
 
 def main() -> None:
-    """Take one screenshot per view: runs (with a waterfall), stack, tools and approvals."""
+    """Take one screenshot per view: chat, approvals, runs (with a waterfall), stack, tools."""
     OUT.mkdir(parents=True, exist_ok=True)
     with running(console_app()) as base, browser() as launched:
         root = base.removesuffix("v1")
@@ -43,6 +44,7 @@ def main() -> None:
         open_console(page, root)
         shots = {"runs": lambda: show_run(page, 1), "stack": lambda: show_stack(page)}
         shots["tools"] = lambda: show_tools(page)
+        shots["chat"] = lambda: chat_in_console(page, "add 2 and 3")
         for name, flow in shots.items():
             flow()
             page.screenshot(path=OUT / f"{name}.png", full_page=True)

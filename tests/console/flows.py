@@ -193,3 +193,27 @@ def outcome(page: Page, checkpoint: str) -> Locator:
     said = page.locator(f".outcomes .outcome[data-checkpoint='{checkpoint}']")
     expect(said).to_be_visible()
     return said
+
+
+def show_chat(page: Page) -> None:
+    """The Chat view, its message box ready."""
+    show(page, "Chat")
+    expect(page.get_by_label("Message")).to_be_editable()
+
+
+def say(page: Page, text: str) -> None:
+    """Send ``text`` from the Chat view's message box (the answer then streams in)."""
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def answered(page: Page) -> None:
+    """Wait until the Chat view's run has ended with an answer."""
+    expect(page.locator("#view-chat .chat-status")).to_have_text("Done.")
+
+
+def chat_in_console(page: Page, text: str) -> None:
+    """The Chat view: ``text`` sent, its tool calls and answer shown."""
+    show_chat(page)
+    say(page, text)
+    answered(page)

@@ -18,13 +18,13 @@ from fncore.serve._console import CONSOLE_DIR
 def test_the_page_loads_with_a_tab_per_view_and_nothing_from_elsewhere(
     page: Page, root: str
 ) -> None:
-    """Approvals, Runs, Stack and Tools, in their order; every request stays on the server."""
+    """Chat, Approvals, Runs, Stack and Tools, in their order; every request stays on the server."""
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
     open_console(page, root)
     tabs = page.get_by_role("tab")
-    expect(tabs).to_have_text(["Approvals", "Runs", "Stack", "Tools"])
-    expect(page.get_by_role("tab", name="Approvals")).to_have_attribute("aria-selected", "true")
+    expect(tabs).to_have_text(["Chat", "Approvals", "Runs", "Stack", "Tools"])
+    expect(page.get_by_role("tab", name="Chat")).to_have_attribute("aria-selected", "true")
     page.get_by_role("tab", name="Runs").click()
     page.get_by_role("tab", name="Runs").press("ArrowRight")
     expect(page.get_by_role("tab", name="Stack")).to_be_focused()
@@ -127,7 +127,7 @@ def test_the_console_files_ship_in_the_package(root: str) -> None:
     assert page.headers["content-type"].startswith("text/html")
     views = httpx2.get(f"{root}console/views.json").json()["views"]
     assert views == sorted(p.stem for p in (CONSOLE_DIR / "views").glob("*.js"))
-    assert {"runs", "stack", "tools"} <= set(views)
+    assert {"chat", "runs", "stack", "tools"} <= set(views)
     for name in views:
         module = httpx2.get(f"{root}console/views/{name}.js")
         assert module.status_code == 200

@@ -68,6 +68,8 @@ async function start() {
   }
   const wanted = location.hash.slice(1);
   select(shown.has(wanted) ? wanted : ordered[0].name);
+  // A link to `#NAME` (e.g. the Chat view's link to the Approvals inbox) shows that view.
+  window.addEventListener("hashchange", () => shown.has(location.hash.slice(1)) && select(location.hash.slice(1)));
   document.body.dataset.ready = "true";
 }
 

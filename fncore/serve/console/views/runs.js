@@ -1,6 +1,7 @@
 // Runs: the server's recent runs (GET /api/runs), and a waterfall of a selected run's spans.
 // It polls while shown, so new runs appear without a reload.
 import { el, pollWhileShown } from "../dom.js";
+
 export const title = "Runs";
 export const order = 30;
 
