@@ -12,12 +12,11 @@ from flows import add, answered, chat, console_app, open_console, say, show, sho
 from playwright.sync_api import Locator, Page, expect
 from returns.result import Result
 from serve.served import running
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fncore import Agent
 from fncore.core import ModelError, ModelRequest, ModelResponse, ModelStreamItem, TextDelta
 from fncore.middleware import approve
-from fncore.serve import create_app
+from fncore.serve import ServeSettings, create_app
 from fncore.testing import FunctionModel, TestModel
 
 ANSWER = "Streaming answers arrive piece by piece."
@@ -204,31 +203,9 @@ def test_a_link_to_a_view_shows_it(page: Page, root: str) -> None:
     expect(page.get_by_role("tab", name="Stack")).to_have_attribute("aria-selected", "true")
 
 
-class _KeyedServer:
-    """A stand-in for the server's keys: all but the console's files need ``Bearer secret``."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        open_file = path == "/" or path.startswith("/console/")
-        key = dict(scope.get("headers", [])).get(b"authorization")
-        if scope["type"] == "http" and not open_file and key != b"Bearer secret":
-            start = {"type": "http.response.start", "status": 401}
-            start["headers"] = [(b"content-type", b"application/json")]
-            await send(start)
-            body = b'{"error": {"message": "a valid key is needed", "code": "invalid_api_key"}}'
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.app(scope, receive, send)
-
-
 def test_chat_sends_the_key_the_user_signed_in_with(page: Page) -> None:
     """With keys, Chat asks for one, then streams its runs with it."""
-    app = console_app()
-    app.add_middleware(_KeyedServer)
-    with running(app) as base:
+    with running(console_app(ServeSettings(keys={"ops": "secret"}))) as base:
         open_console(page, base.removesuffix("v1"))
         page.get_by_label("Key").fill("secret")
         page.get_by_role("button", name="Sign in").click()
