@@ -18,7 +18,8 @@ The answer streams AG-UI events as server-sent events::
 A run paused for approval finishes with the protocol's interrupt outcome: one interrupt per
 pending call, its id ``"<checkpoint>:<call id>"``, its metadata the checkpoint id, the tool,
 the arguments and the allowed decisions. The next input answers them in ``resume`` (one
-entry per interrupt, the decision in its payload) and streams the resumed run.
+entry per interrupt, the decision in its payload) and streams the resumed run. With keys, it
+decides only the caller's tenant's checkpoints: another tenant's ends as a missing one does.
 """
 
 from __future__ import annotations
