@@ -18,7 +18,8 @@ The answer streams AG-UI events as server-sent events::
 A run paused for approval finishes with the protocol's interrupt outcome: one interrupt per
 pending call, its id ``"<checkpoint>:<call id>"``, its metadata the checkpoint id, the tool,
 the arguments and the allowed decisions. The next input answers them in ``resume`` (one
-entry per interrupt, the decision in its payload) and streams the resumed run.
+entry per interrupt, the decision in its payload) and streams the resumed run. With keys, it
+decides only the caller's tenant's checkpoints: another tenant's ends as a missing one does.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fncore.core import (
+    AgentError,
     Approve,
     Decision,
     Edit,
@@ -72,7 +74,8 @@ from fncore.core import (
     ToolCallStarted,
     ToolResultReady,
 )
-from fncore.runtime import Agent, RunStream
+from fncore.runtime import Agent, CheckpointStore, RunStream
+from fncore.runtime._claims import _not_found, _unreadable
 from fncore.serve._runs import RunsLog
 from fncore.serve._wire import (
     CLIENT_TOOLS,
@@ -91,6 +94,8 @@ ReadBody: TypeAlias = Callable[[Request], Awaitable[bytes]]
 
 RunMetadata: TypeAlias = Callable[[Request], Mapping[str, object]]
 """The run metadata of a request (the tenant, once keys are configured)."""
+
+_MISSING = object()
 
 INTERRUPT_REASON = "fncore.approval"
 """The ``reason`` of an interrupt that asks for a decision on a pending call."""
@@ -401,14 +406,45 @@ class _AgUi:
         """``POST /ag-ui``."""
         return await self.run(request, self.metadata_of(request))
 
+    async def _refusal(
+        self, checkpoint_id: str, metadata: Mapping[str, object]
+    ) -> Callable[[object], Awaitable[Failure[AgentError]]] | None:
+        """How a resume of another tenant's checkpoint ends: as one of a missing checkpoint.
+
+        A checkpoint is the caller's when its run metadata holds each item of ``metadata``
+        (the caller's tenant), as in the approvals API; ``None`` then, and without metadata.
+        """
+        store = self.agent.sessions
+        if not metadata or not isinstance(store, CheckpointStore):
+            return None
+        error: AgentError
+        try:
+            checkpoint = await store.load_checkpoint(checkpoint_id)
+        except Exception as exc:  # refused: the store cannot say whose checkpoint it is
+            error = _unreadable(checkpoint_id, exc)
+        else:
+            if checkpoint is None or all(
+                checkpoint.metadata.get(key, _MISSING) == value for key, value in metadata.items()
+            ):
+                return None
+            error = _not_found(checkpoint_id)
+
+        async def refuse(emit: object) -> Failure[AgentError]:
+            return Failure(error)
+
+        return refuse
+
     async def run(self, request: Request, metadata: Mapping[str, object]) -> Response:
         """Start the run ``request`` asks for, with ``metadata``; its events as SSE."""
         try:
             run_input = parse_input(await self.read_body(request), self.max_messages)
             if run_input.resume:
                 checkpoint_id, decisions = resume_decisions(run_input.resume)
+                refusal = await self._refusal(checkpoint_id, metadata)
 
                 def start() -> RunStream[Any]:
+                    if refusal is not None:
+                        return RunStream(refusal)
                     return self.agent.resume_stream(checkpoint_id, decisions, metadata=metadata)
             else:
                 prompt = last_user_text(run_input)
