@@ -25,7 +25,7 @@ defaults otherwise); the apps are in ``_serve_apps.py``. The client is this proc
   with the expected text; a chat stream must end with ``"stop"`` and ``[DONE]``. Pydantic
   AI is never a dependency of fncore: it runs under ``--peers-python`` (default: this
   interpreter), in a venv of its own (see docs/performance.md); ``--no-peers`` leaves it
-  out.
+  out (fncore's two are measured still).
 
 Usage::
 
@@ -315,29 +315,31 @@ async def streams(count: int) -> dict[str, Any]:
     }
 
 
-async def side_by_side(rounds: int, runs: int, python: str) -> dict[str, float]:
+async def side_by_side(rounds: int, runs: int, python: str | None) -> dict[str, float]:
     """Requests per second of the reference workload streamed: fncore and Pydantic AI.
 
     Both through AG-UI (fncore's ``POST /ag-ui``, Pydantic AI's AG-UI adapter), and
-    fncore's ``/v1/chat/completions`` streamed as well; the three taken in turn.
+    fncore's ``/v1/chat/completions`` streamed as well; the three taken in turn. Without
+    ``python`` (no peer), fncore's two alone.
     """
-    async with (
-        serving("overhead_app") as ours,
-        serving("pydantic_ai_app", python) as theirs,
-        _client(CONCURRENCY) as client,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        ours = await stack.enter_async_context(serving("overhead_app"))
+        client = await stack.enter_async_context(_client(CONCURRENCY))
+        servers = {"fncore_agui": ours, "fncore_chat_stream": ours}
         ways: dict[str, Callable[[], Awaitable[str]]] = {
             "fncore_agui": lambda: streamed_agui(client, f"{ours.url}/ag-ui", _measure.PROMPT),
             "fncore_chat_stream": lambda: streamed_chat(
                 client, f"{ours.url}/v1/chat/completions", _measure.PROMPT
             ),
-            "pydantic_ai_agui": lambda: streamed_agui(
-                client, f"{theirs.url}/ag-ui", _measure.PROMPT
-            ),
         }
+        if python is not None:
+            theirs = await stack.enter_async_context(serving("pydantic_ai_app", python))
+            servers["pydantic_ai_agui"] = theirs
+            ways["pydantic_ai_agui"] = lambda: streamed_agui(
+                client, f"{theirs.url}/ag-ui", _measure.PROMPT
+            )
         for send in ways.values():
             await batch(send, max(runs // 5, CONCURRENCY), CONCURRENCY)
-        servers = {"fncore_agui": ours, "fncore_chat_stream": ours, "pydantic_ai_agui": theirs}
         best = dict.fromkeys(ways, 0.0)
         cpu = dict.fromkeys(ways, float("inf"))
         for _ in range(rounds):
@@ -348,8 +350,9 @@ async def side_by_side(rounds: int, runs: int, python: str) -> dict[str, float]:
                 cpu[name] = min(cpu[name], spent / runs * 1e6)
     figures = {f"{name}_rps": rps for name, rps in best.items()}
     figures |= {f"{name}_cpu_us": us for name, us in cpu.items()}
-    figures["fncore_vs_pydantic_ai_rps"] = best["fncore_agui"] / best["pydantic_ai_agui"]
-    figures["fncore_vs_pydantic_ai_cpu"] = cpu["pydantic_ai_agui"] / cpu["fncore_agui"]
+    if python is not None:
+        figures["fncore_vs_pydantic_ai_rps"] = best["fncore_agui"] / best["pydantic_ai_agui"]
+        figures["fncore_vs_pydantic_ai_cpu"] = cpu["pydantic_ai_agui"] / cpu["fncore_agui"]
     return figures
 
 
@@ -379,17 +382,21 @@ def report(figures: _measure.Figures) -> str:
         f"{f['streams_wall_s']:.2f} s in all, {f['streams_server_cpu_s']:.2f} s of it the "
         "server's CPU",
     ]
+    lines += [
+        "the reference workload streamed, requests per second:",
+        f"  fncore POST /ag-ui                {f['fncore_agui_rps']:8.0f} "
+        f"({f['fncore_agui_cpu_us']:.0f} µs server CPU a request)",
+    ]
     if "pydantic_ai_agui_rps" in f:
-        lines += [
-            "the reference workload streamed, requests per second:",
-            f"  fncore POST /ag-ui                {f['fncore_agui_rps']:8.0f} "
-            f"({f['fncore_agui_cpu_us']:.0f} µs server CPU a request)",
+        lines.append(
             f"  Pydantic AI {f['pydantic_ai_version']} AG-UI          "
             f"{f['pydantic_ai_agui_rps']:8.0f} ({f['pydantic_ai_agui_cpu_us']:.0f} µs server CPU "
-            "a request)",
-            f"  fncore /v1/chat/completions       {f['fncore_chat_stream_rps']:8.0f} "
-            f"({f['fncore_chat_stream_cpu_us']:.0f} µs server CPU a request)",
-        ]
+            "a request)"
+        )
+    lines.append(
+        f"  fncore /v1/chat/completions       {f['fncore_chat_stream_rps']:8.0f} "
+        f"({f['fncore_chat_stream_cpu_us']:.0f} µs server CPU a request)"
+    )
     return "\n".join(lines)
 
 
@@ -412,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         figures: dict[str, Any] = {"rounds": rounds, "runs": runs}
         figures |= await overhead(rounds, runs)
         figures |= await streams(STREAMS)
+        figures |= await side_by_side(rounds, runs, None if version is None else ours.peers_python)
         if version is not None:
-            figures |= await side_by_side(rounds, runs, ours.peers_python)
             figures["pydantic_ai_version"] = version
         return figures
 
