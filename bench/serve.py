@@ -17,11 +17,15 @@ defaults otherwise); the apps are in ``_serve_apps.py``. The client is this proc
   each; true when every one completed with its own answer. Their p50 and p99 latency (from
   sending to the stream's end), the server's peak RSS (``VmHWM``), the wall time of the
   500 and the server's CPU time in it.
-* Side by side: the reference workload streamed through Pydantic AI's AG-UI endpoint and
-  through fncore's streaming ``/v1/chat/completions``, 50 concurrent, requests per second
-  of each (and its server's CPU time per request), taken in turn. Pydantic AI is never a
-  dependency of fncore: it runs under ``--peers-python`` (default: this interpreter), in a
-  venv of its own (see docs/performance.md); ``--no-peers`` leaves it out.
+* Side by side: the reference workload streamed through AG-UI, by Pydantic AI's AG-UI
+  adapter and by fncore's ``POST /ag-ui``, and through fncore's streaming
+  ``/v1/chat/completions`` too; 50 concurrent, requests per second of each (and its
+  server's CPU time per request), the three taken in turn. Every answer is checked whole:
+  an AG-UI run must start, call ``add`` and get ``3``, close what it opened and finish,
+  with the expected text; a chat stream must end with ``"stop"`` and ``[DONE]``. Pydantic
+  AI is never a dependency of fncore: it runs under ``--peers-python`` (default: this
+  interpreter), in a venv of its own (see docs/performance.md); ``--no-peers`` leaves it
+  out (fncore's two are measured still).
 
 Usage::
 
@@ -42,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,8 +136,13 @@ def _chat_body(prompt: str, *, stream: bool) -> dict[str, Any]:
 
 
 def _agui_body(prompt: str) -> dict[str, Any]:
+    """A `RunAgentInput` of one user message, on a thread of its own.
+
+    fncore's ``/ag-ui`` keeps the thread as a stored session: a fresh one per request runs
+    the same one-message workload each time, rather than a conversation that grows.
+    """
     return {
-        "threadId": "bench",
+        "threadId": uuid.uuid4().hex,
         "runId": "run",
         "state": None,
         "messages": [{"id": "m1", "role": "user", "content": prompt}],
@@ -167,38 +177,66 @@ async def plain(client: httpx.AsyncClient, url: str) -> str:
     return text
 
 
-async def _data(response: httpx.Response) -> AsyncIterator[Any]:
-    """The JSON of each SSE ``data:`` line, up to ``[DONE]``."""
+async def _data(response: httpx.Response) -> AsyncIterator[str]:
+    """The text of each SSE ``data:`` line."""
     async for line in response.aiter_lines():
         if line.startswith("data:"):
-            data = line[5:].strip()
-            if data == "[DONE]":
-                return
-            yield json.loads(data)
+            yield line[5:].strip()
 
 
 async def streamed_chat(client: httpx.AsyncClient, url: str, prompt: str) -> str:
-    """A streamed chat completion: the text of its deltas."""
+    """A streamed chat completion, checked whole: the text of its deltas.
+
+    Raises:
+        RuntimeError: unless every chunk is a ``chat.completion.chunk``, the last one
+            finishes with ``"stop"`` and the stream ends with ``[DONE]``.
+    """
     parts: list[str] = []
+    finish: object = None
     async with client.stream("POST", url, json=_chat_body(prompt, stream=True)) as response:
         _check(response.status_code == 200, f"{url} answered {response.status_code}")
-        async for event in _data(response):
-            _check("choices" in event, f"{url} streamed {event}")
-            for choice in event["choices"]:
-                parts.append(choice["delta"].get("content") or "")
+        data = [line async for line in _data(response)]
+    _check(data[-1:] == ["[DONE]"], f"{url} streamed no [DONE]: {data}")
+    for line in data[:-1]:
+        event = json.loads(line)
+        _check(event.get("object") == "chat.completion.chunk", f"{url} streamed {event}")
+        for choice in event["choices"]:
+            parts.append(choice["delta"].get("content") or "")
+            finish = choice["finish_reason"]
+    _check(finish == "stop", f"{url} finished with {finish!r}: {data}")
     return "".join(parts)
+
+
+def agui_answer(events: list[dict[str, Any]], where: str) -> str:
+    """The answer of a complete AG-UI run of the reference workload: its text.
+
+    Raises:
+        RuntimeError: unless the run started and finished (once each, first and last,
+            without a ``RUN_ERROR``), called ``add`` with its ``TOOL_CALL_START``, ``_END``
+            and the result ``3``, and every text message it started ended.
+    """
+    kinds = [event["type"] for event in events]
+    _check(kinds[:1] == ["RUN_STARTED"], f"{where}: a run that did not start: {kinds}")
+    _check(kinds[-1:] == ["RUN_FINISHED"], f"{where}: a run that did not finish: {kinds}")
+    _check(kinds.count("RUN_STARTED") == kinds.count("RUN_FINISHED") == 1, f"{where}: {kinds}")
+    _check("RUN_ERROR" not in kinds, f"{where}: {events}")
+    calls = {e["toolCallId"]: e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"}
+    ended = {e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_END"}
+    results = [(e["toolCallId"], e["content"]) for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    _check(list(calls.values()) == ["add"] and set(calls) == ended, f"{where}: calls {events}")
+    _check(results == [(next(iter(calls)), "3")], f"{where}: tool results {results}")
+    started = [e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_START"]
+    closed = [e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_END"]
+    _check(started == closed, f"{where}: text messages {kinds}")
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
 
 
 async def streamed_agui(client: httpx.AsyncClient, url: str, prompt: str) -> str:
-    """An AG-UI run: the text of its ``TEXT_MESSAGE_CONTENT`` events."""
-    parts: list[str] = []
+    """An AG-UI run, checked whole (`agui_answer`): the text of its messages."""
     async with client.stream("POST", url, json=_agui_body(prompt)) as response:
         _check(response.status_code == 200, f"{url} answered {response.status_code}")
-        async for event in _data(response):
-            _check(event["type"] != "RUN_ERROR", f"{url} streamed {event}")
-            if event["type"] == "TEXT_MESSAGE_CONTENT":
-                parts.append(event["delta"])
-    return "".join(parts)
+        events = [json.loads(line) async for line in _data(response)]
+    return agui_answer(events, url)
 
 
 async def batch(send: Callable[[], Awaitable[str]], count: int, workers: int) -> float:
@@ -277,21 +315,31 @@ async def streams(count: int) -> dict[str, Any]:
     }
 
 
-async def side_by_side(rounds: int, runs: int, python: str) -> dict[str, float]:
-    """Requests per second of the reference workload streamed: fncore and Pydantic AI AG-UI."""
-    async with (
-        serving("overhead_app") as ours,
-        serving("pydantic_ai_app", python) as theirs,
-        _client(CONCURRENCY) as client,
-    ):
-        chat_url, agui_url = f"{ours.url}/v1/chat/completions", f"{theirs.url}/ag-ui"
+async def side_by_side(rounds: int, runs: int, python: str | None) -> dict[str, float]:
+    """Requests per second of the reference workload streamed: fncore and Pydantic AI.
+
+    Both through AG-UI (fncore's ``POST /ag-ui``, Pydantic AI's AG-UI adapter), and
+    fncore's ``/v1/chat/completions`` streamed as well; the three taken in turn. Without
+    ``python`` (no peer), fncore's two alone.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        ours = await stack.enter_async_context(serving("overhead_app"))
+        client = await stack.enter_async_context(_client(CONCURRENCY))
+        servers = {"fncore_agui": ours, "fncore_chat_stream": ours}
         ways: dict[str, Callable[[], Awaitable[str]]] = {
-            "fncore": lambda: streamed_chat(client, chat_url, _measure.PROMPT),
-            "pydantic_ai": lambda: streamed_agui(client, agui_url, _measure.PROMPT),
+            "fncore_agui": lambda: streamed_agui(client, f"{ours.url}/ag-ui", _measure.PROMPT),
+            "fncore_chat_stream": lambda: streamed_chat(
+                client, f"{ours.url}/v1/chat/completions", _measure.PROMPT
+            ),
         }
+        if python is not None:
+            theirs = await stack.enter_async_context(serving("pydantic_ai_app", python))
+            servers["pydantic_ai_agui"] = theirs
+            ways["pydantic_ai_agui"] = lambda: streamed_agui(
+                client, f"{theirs.url}/ag-ui", _measure.PROMPT
+            )
         for send in ways.values():
             await batch(send, max(runs // 5, CONCURRENCY), CONCURRENCY)
-        servers = {"fncore": ours, "pydantic_ai": theirs}
         best = dict.fromkeys(ways, 0.0)
         cpu = dict.fromkeys(ways, float("inf"))
         for _ in range(rounds):
@@ -300,13 +348,12 @@ async def side_by_side(rounds: int, runs: int, python: str) -> dict[str, float]:
                 best[name] = max(best[name], runs / await batch(send, runs, CONCURRENCY))
                 spent = servers[name].cpu_seconds() - before
                 cpu[name] = min(cpu[name], spent / runs * 1e6)
-    return {
-        "fncore_stream_rps": best["fncore"],
-        "pydantic_ai_agui_rps": best["pydantic_ai"],
-        "fncore_vs_pydantic_ai_rps": best["fncore"] / best["pydantic_ai"],
-        "fncore_stream_cpu_us": cpu["fncore"],
-        "pydantic_ai_agui_cpu_us": cpu["pydantic_ai"],
-    }
+    figures = {f"{name}_rps": rps for name, rps in best.items()}
+    figures |= {f"{name}_cpu_us": us for name, us in cpu.items()}
+    if python is not None:
+        figures["fncore_vs_pydantic_ai_rps"] = best["fncore_agui"] / best["pydantic_ai_agui"]
+        figures["fncore_vs_pydantic_ai_cpu"] = cpu["pydantic_ai_agui"] / cpu["fncore_agui"]
+    return figures
 
 
 def _peer_version(python: str) -> str | None:
@@ -335,14 +382,21 @@ def report(figures: _measure.Figures) -> str:
         f"{f['streams_wall_s']:.2f} s in all, {f['streams_server_cpu_s']:.2f} s of it the "
         "server's CPU",
     ]
+    lines += [
+        "the reference workload streamed, requests per second:",
+        f"  fncore POST /ag-ui                {f['fncore_agui_rps']:8.0f} "
+        f"({f['fncore_agui_cpu_us']:.0f} µs server CPU a request)",
+    ]
     if "pydantic_ai_agui_rps" in f:
-        lines += [
-            "the reference workload streamed, requests per second:",
-            f"  fncore /v1/chat/completions  {f['fncore_stream_rps']:8.0f} "
-            f"({f['fncore_stream_cpu_us']:.0f} µs server CPU a request)",
-            f"  Pydantic AI {f['pydantic_ai_version']} AG-UI     {f['pydantic_ai_agui_rps']:8.0f} "
-            f"({f['pydantic_ai_agui_cpu_us']:.0f} µs server CPU a request)",
-        ]
+        lines.append(
+            f"  Pydantic AI {f['pydantic_ai_version']} AG-UI          "
+            f"{f['pydantic_ai_agui_rps']:8.0f} ({f['pydantic_ai_agui_cpu_us']:.0f} µs server CPU "
+            "a request)"
+        )
+    lines.append(
+        f"  fncore /v1/chat/completions       {f['fncore_chat_stream_rps']:8.0f} "
+        f"({f['fncore_chat_stream_cpu_us']:.0f} µs server CPU a request)"
+    )
     return "\n".join(lines)
 
 
@@ -365,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         figures: dict[str, Any] = {"rounds": rounds, "runs": runs}
         figures |= await overhead(rounds, runs)
         figures |= await streams(STREAMS)
+        figures |= await side_by_side(rounds, runs, None if version is None else ours.peers_python)
         if version is not None:
-            figures |= await side_by_side(rounds, runs, ours.peers_python)
             figures["pydantic_ai_version"] = version
         return figures
 

@@ -467,8 +467,10 @@ class _AgUi:
             with self.runs.record("ag-ui", run_input.thread_id) as record:
                 stream = start()  # in the block: the log takes the run's spans
                 async for event in stream:
-                    for out in translation.events(event):
-                        yield encoder.encode(out).encode()
+                    # The events of one fncore event in one write: fewer sends, same bytes.
+                    out = translation.events(event)
+                    if out:
+                        yield "".join(map(encoder.encode, out)).encode()
                 record.finish(await stream.result())
 
         return EventSourceResponse(frames(), media_type=encoder.get_content_type())

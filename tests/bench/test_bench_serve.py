@@ -23,12 +23,22 @@ def test_quick_run_reports_every_figure() -> None:
             "streams_p50_ms",
             "streams_p99_ms",
             "streams_peak_rss_mb",
+            "fncore_agui_rps",
+            "fncore_chat_stream_rps",
         ),
-        derived=("serve_overhead_ratio", "serve_wall_ratio", "chat_cpu_us", "plain_cpu_us"),
+        derived=(
+            "serve_overhead_ratio",
+            "serve_wall_ratio",
+            "chat_cpu_us",
+            "plain_cpu_us",
+            "fncore_agui_cpu_us",
+            "fncore_chat_stream_cpu_us",
+        ),
     )
     assert figures["streams_500_ok"] is True
     assert figures["streams_completed"] == 500
     assert "pydantic_ai_agui_rps" not in figures
+    assert "fncore_vs_pydantic_ai_rps" not in figures
     assert "serve_overhead_ratio" in table
 
 
