@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from served import add, running
-from test_keys import ACME, GLOBEX, KEYS
+from test_keys import ACME, GLOBEX, KEYS, call
 
 from fncore import Agent, InMemorySessionStore, ModelRequest, Registry
 from fncore.middleware import approve
@@ -80,17 +78,8 @@ class Server:
         headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
         """One request to the app with ``key`` and ``headers``: the status and body."""
-        sent = {"content-type": "application/json", **(headers or {})}
-        if key is not None:
-            sent["authorization"] = f"Bearer {key}"
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.url}{path}", data, sent, method=method)
-        try:
-            with urllib.request.urlopen(request) as answer:
-                return answer.status, answer.read()
-        except urllib.error.HTTPError as error:
-            with error:
-                return error.code, error.read()
+        status, _, raw = call(self.url, path, key=key, body=body, method=method, extra=headers)
+        return status, raw
 
     def stored(self) -> list[str]:
         """The ids in the store, as the server's operator (``fncore sessions list``) sees them."""
