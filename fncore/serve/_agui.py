@@ -1,6 +1,7 @@
 """``POST /ag-ui``: an agent behind the AG-UI protocol (``ag-ui-protocol``'s types).
 
-The request is a `RunAgentInput`. Its ``threadId`` is the stored session: the run goes on
+The request is a `RunAgentInput`. Its ``threadId`` is the stored session (the caller's
+tenant's, with keys, as `fncore.serve._auth.session_key` maps it): the run goes on
 from the input's last user message, and the session holds the rest of the conversation (the
 input's earlier messages are not read). ``state``, ``context`` and ``forwardedProps`` are
 accepted and not used. Client-side ``tools`` are refused with a 400, as on chat completions:
@@ -76,6 +77,7 @@ from fncore.core import (
 )
 from fncore.runtime import Agent, CheckpointStore, RunStream
 from fncore.runtime._claims import _not_found, _unreadable
+from fncore.serve._auth import session_key, tenant_of
 from fncore.serve._runs import RunsLog
 from fncore.serve._wire import (
     CLIENT_TOOLS,
@@ -438,6 +440,7 @@ class _AgUi:
         """Start the run ``request`` asks for, with ``metadata``; its events as SSE."""
         try:
             run_input = parse_input(await self.read_body(request), self.max_messages)
+            session_id = session_key(request, run_input.thread_id, "threadId")
             if run_input.resume:
                 checkpoint_id, decisions = resume_decisions(run_input.resume)
                 refusal = await self._refusal(checkpoint_id, metadata)
@@ -450,9 +453,7 @@ class _AgUi:
                 prompt = last_user_text(run_input)
 
                 def start() -> RunStream[Any]:
-                    return self.agent.stream(
-                        prompt, metadata=metadata, session_id=run_input.thread_id
-                    )
+                    return self.agent.stream(prompt, metadata=metadata, session_id=session_id)
         except RequestError as error:
             body = error_body(error.message, error.kind, param=error.param, code=error.code)
             return JSONResponse(body, status_code=error.status)
@@ -464,7 +465,7 @@ class _AgUi:
             started = RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
             yield encoder.encode(started).encode()
             translation = _Translation(run_input)
-            with self.runs.record("ag-ui", run_input.thread_id) as record:
+            with self.runs.record("ag-ui", session_id, tenant_of(request)) as record:
                 stream = start()  # in the block: the log takes the run's spans
                 async for event in stream:
                     # The events of one fncore event in one write: fewer sends, same bytes.

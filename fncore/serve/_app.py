@@ -5,7 +5,8 @@ Routes::
     POST /v1/chat/completions   the request's messages are the run's input; the answer
                                 comes back whole, or streamed as SSE chunks. With an
                                 ``fncore-session: NAME`` header, the stored session NAME
-                                continues from the request's last user message instead
+                                (the caller's, with keys) continues from the request's
+                                last user message instead
     GET  /v1/models             the one model: the agent, under ServeSettings.model_name
     GET  /healthz               {"status": "ok"} while the process serves
 
@@ -15,9 +16,10 @@ and the inspection routes of `fncore.serve._inspect` (``/api/sessions``, ``/api/
 (``/api/runs``) and the web console of `fncore.serve._console` (``/``).
 
 With `ServeSettings.keys`, every route but ``/healthz``, ``/readyz`` and the console's
-static files needs ``Authorization: Bearer KEY`` (`fncore.serve._auth`), and each run gets
-the key's tenant as metadata. With `ServeSettings.cors_origins`, browsers on those origins
-may call the app. A request's sampling fields override the agent's model settings.
+static files needs ``Authorization: Bearer KEY`` (`fncore.serve._auth`), each run gets
+the key's tenant as metadata, and each tenant sees only its own sessions and runs. With
+`ServeSettings.cors_origins`, browsers on those origins may call the app. A request's
+sampling fields override the agent's model settings.
 
 Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``:
 400 for a malformed request (the field named) or one that brings its own tools, 401 for a
@@ -51,7 +53,7 @@ from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent
 from fncore.serve._agui import agui_routes
 from fncore.serve._approvals import approval_routes
-from fncore.serve._auth import auth_middleware, run_metadata
+from fncore.serve._auth import auth_middleware, run_metadata, session_key, tenant_of
 from fncore.serve._console import console_routes
 from fncore.serve._inspect import inspection_routes
 from fncore.serve._runs import RunsLog, runs_routes
@@ -84,12 +86,13 @@ _NO_RETRY = {"x-should-retry": "false"}
 
 
 class _Run(NamedTuple):
-    """What one request runs: its input, session, metadata (the tenant) and sampling."""
+    """What one request runs: its input, stored session id, metadata, sampling and tenant."""
 
     prompt: str | tuple[Message, ...]
     session_id: str | None
     metadata: dict[str, object]
     sampling: ModelSettings
+    tenant: str | None
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -162,7 +165,10 @@ class _ChatCompletions:
         """``POST /v1/chat/completions``."""
         try:
             chat = await self._request(request)
-            session_id = request.headers.get(SESSION_HEADER) or None
+            session_name = request.headers.get(SESSION_HEADER) or None
+            session_id = (
+                None if session_name is None else session_key(request, session_name, SESSION_HEADER)
+            )
             # A stored session holds the history: only the last user message is new.
             prompt: str | tuple[Message, ...] = (
                 chat.prompt() if session_id is None else chat.last_user_text()
@@ -170,11 +176,15 @@ class _ChatCompletions:
         except RequestError as error:
             return _refused(error)
         run = _Run(
-            prompt, session_id, run_metadata(request), chat.sampling(self.agent.model_settings)
+            prompt,
+            session_id,
+            run_metadata(request),
+            chat.sampling(self.agent.model_settings),
+            tenant_of(request),
         )
         if chat.stream:
             return EventSourceResponse(self._chunks(chat, run))
-        with self.runs.record("chat.completions", run.session_id) as record:
+        with self.runs.record("chat.completions", run.session_id, run.tenant) as record:
             outcome = await self.agent.run(
                 run.prompt,
                 session_id=run.session_id,
@@ -207,7 +217,7 @@ class _ChatCompletions:
         model = self.settings.model_name
         completion_id, created = new_id(), int(time.time())
         yield {"data": _dumps(chunk(completion_id, created, model, {"role": "assistant"}))}
-        with self.runs.record("chat.completions", run.session_id) as record:
+        with self.runs.record("chat.completions", run.session_id, run.tenant) as record:
             stream = self.agent.stream(
                 run.prompt,
                 session_id=run.session_id,

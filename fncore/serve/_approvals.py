@@ -52,6 +52,7 @@ from fncore.core import (
 )
 from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent, CheckpointCatalog, CheckpointInfo, CheckpointStore
+from fncore.serve._auth import client_name, tenant_of
 from fncore.serve._runs import RunsLog
 from fncore.serve._wire import RequestError, error_body, usage_body
 
@@ -218,13 +219,15 @@ class _Approvals:
             "parameters": None if tool is None else tool.spec.parameters,
         }
 
-    def _checkpoint_doc(self, checkpoint: Checkpoint | CheckpointInfo) -> dict[str, object]:
+    def _checkpoint_doc(
+        self, request: Request, checkpoint: Checkpoint | CheckpointInfo
+    ) -> dict[str, object]:
         return {
             "id": checkpoint.id,
             "object": "approval",
             "agent": checkpoint.agent,
             "run_id": checkpoint.run_id,
-            "session_id": checkpoint.session_id,
+            "session_id": client_name(request, checkpoint.session_id),
             "created": checkpoint.created,
             "expires": checkpoint.expires,
             "metadata": _json(checkpoint.metadata),
@@ -258,7 +261,9 @@ class _Approvals:
         except Exception as exc:  # any failure of the store: say which, not a traceback
             return _unreachable(exc)
         newest = sorted(waiting, key=lambda c: (c.created, c.id), reverse=True)[: int(raw)]
-        return JSONResponse({"object": "list", "data": [self._checkpoint_doc(c) for c in newest]})
+        return JSONResponse(
+            {"object": "list", "data": [self._checkpoint_doc(request, c) for c in newest]}
+        )
 
     async def decide(self, request: Request) -> Response:
         """``POST /api/approvals/{checkpoint}``: take the decisions and resume the run."""
@@ -303,14 +308,15 @@ class _Approvals:
         if isinstance(decisions, JSONResponse):
             return decisions
         metadata = {**checkpoint.metadata, **wanted}
-        with self.runs.record("approvals", checkpoint.session_id) as record:
+        tenant = tenant_of(request)
+        with self.runs.record("approvals", checkpoint.session_id, tenant) as record:
             outcome = await self.agent.resume(cid, decisions, metadata=metadata)
             record.finish(outcome)
         if isinstance(outcome, Failure):
             error = outcome.failure()
             call_id = getattr(error, "call_id", None)
             return _failed(error, _param(body, call_id))
-        return await self._outcome(store, checkpoint, outcome.unwrap())
+        return await self._outcome(request, store, checkpoint, outcome.unwrap())
 
     def _decisions(
         self, checkpoint: Checkpoint, body: DecideRequest
@@ -348,13 +354,17 @@ class _Approvals:
         return {call_id: _decision(d) for call_id, d in bodies.items()}
 
     async def _outcome(
-        self, store: CheckpointStore, checkpoint: Checkpoint, result: RunResult[Any]
+        self,
+        request: Request,
+        store: CheckpointStore,
+        checkpoint: Checkpoint,
+        result: RunResult[Any],
     ) -> Response:
         """``200``: the resumed run's answer and usage, or its next pause."""
         answer: dict[str, object] = {
             "object": "approval.outcome",
             "checkpoint_id": checkpoint.id,
-            "session_id": checkpoint.session_id,
+            "session_id": client_name(request, checkpoint.session_id),
             "status": result.stop_reason,
             "usage": usage_body(result.usage),
         }
@@ -371,7 +381,7 @@ class _Approvals:
         answer["checkpoint"] = (
             {"id": paused.checkpoint_id, "pending": [self._pending(r) for r in paused.requests]}
             if follow is None
-            else self._checkpoint_doc(follow)
+            else self._checkpoint_doc(request, follow)
         )
         return JSONResponse(answer)
 

@@ -2,14 +2,17 @@
 
 Routes::
 
-    GET    /api/sessions        every stored session: id, version, message count
+    GET    /api/sessions        every stored session (the caller's, with keys): id, version,
+                                message count
     GET    /api/sessions/{id}   one session: its messages and state (404 if absent)
     DELETE /api/sessions/{id}   forget it (204; 404 if absent)
     GET    /api/stack           what ``fncore stack`` shows, as JSON (`Agent.describe`)
     GET    /api/tools           each tool: name, description, JSON schema, source
     GET    /readyz              200 when the session store answers and the MCP servers are up
 
-A store that is not a `SessionCatalog` cannot list or delete: those answer 501.
+A store that is not a `SessionCatalog` cannot list or delete: those answer 501. With keys,
+a tenant sees only its own sessions, by its own names (`fncore.serve._auth.session_key`):
+another tenant's session is a 404, as a missing one is.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from starlette.routing import Route
 
 from fncore.core import RegistrationError
 from fncore.runtime import Agent, SessionCatalog
-from fncore.serve._wire import error_body
+from fncore.serve._auth import client_name, session_key
+from fncore.serve._wire import RequestError, error_body
 from fncore.session_stores._json import message_doc, value_doc
 
 __all__ = ["READY_PROBE", "inspection_routes"]
@@ -42,6 +46,15 @@ def _state_doc(key: str, value: object) -> object:
 def _not_found(session_id: str) -> JSONResponse:
     body = error_body(f"no session {session_id!r}", "invalid_request_error", code="not_found")
     return JSONResponse(body, status_code=404)
+
+
+def _stored_id(request: Request) -> str | JSONResponse:
+    """The stored id of the session the path names (in the caller's namespace); or a 400."""
+    try:
+        return session_key(request, request.path_params["session_id"], "session_id")
+    except RequestError as error:
+        body = error_body(error.message, error.kind, param=error.param, code=error.code)
+        return JSONResponse(body, status_code=error.status)
 
 
 class _Inspection:
@@ -67,19 +80,26 @@ class _Inspection:
         catalog = self._catalog()
         if isinstance(catalog, JSONResponse):
             return catalog
-        infos = await catalog.list_sessions()
-        data = [{"id": i.id, "version": i.version, "message_count": i.message_count} for i in infos]
+        named = [(client_name(request, i.id), i) for i in await catalog.list_sessions()]
+        data = [
+            {"id": name, "version": i.version, "message_count": i.message_count}
+            for name, i in named
+            if name is not None
+        ]
         return JSONResponse({"object": "list", "data": data})
 
     async def session(self, request: Request) -> Response:
         """``GET /api/sessions/{id}``: its messages (fncore's JSON form) and state."""
         session_id: str = request.path_params["session_id"]
-        session = await self.agent.sessions.load(session_id)
+        stored = _stored_id(request)
+        if isinstance(stored, JSONResponse):
+            return stored
+        session = await self.agent.sessions.load(stored)
         if session is None:
             return _not_found(session_id)
         return JSONResponse(
             {
-                "id": session.id,
+                "id": session_id,
                 "version": session.version,
                 "messages": [message_doc(m) for m in session.messages],
                 "state": {k: _state_doc(k, v) for k, v in session.state.items()},
@@ -92,7 +112,10 @@ class _Inspection:
         if isinstance(catalog, JSONResponse):
             return catalog
         session_id: str = request.path_params["session_id"]
-        if not await catalog.delete(session_id):
+        stored = _stored_id(request)
+        if isinstance(stored, JSONResponse):
+            return stored
+        if not await catalog.delete(stored):
             return _not_found(session_id)
         return Response(status_code=204)
 

@@ -2,13 +2,16 @@
 
 Routes::
 
-    GET /api/runs        the recorded runs, newest first: id, endpoint, session, start time,
-                         duration, outcome and usage
+    GET /api/runs        the recorded runs, newest first: id, endpoint, session, tenant,
+                         start time, duration, outcome and usage
     GET /api/runs/{id}   one run, with its spans (404 once it has left the log)
+
+With keys, each tenant sees only its own runs (another's is a 404, as a run that left the
+log is), and their sessions by its own names (`fncore.serve._auth.client_name`).
 
 An endpoint records each run it makes with one ``with`` block around it::
 
-    with runs.record("chat.completions", session_id) as run:
+    with runs.record("chat.completions", session_id, tenant) as run:
         outcome = await agent.run(prompt, session_id=session_id)
         run.finish(outcome)
 
@@ -38,6 +41,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fncore.core import RunOutcome
+from fncore.serve._auth import client_name, tenant_of
 from fncore.serve._wire import error_body
 
 __all__ = ["RUNS_KEPT", "Recording", "RunsLog", "runs_routes"]
@@ -58,13 +62,15 @@ class _Run:
         "session",
         "spans",
         "started_ns",
+        "tenant",
         "usage",
     )
 
-    def __init__(self, endpoint: str, session: str | None) -> None:
+    def __init__(self, endpoint: str, session: str | None, tenant: str | None) -> None:
         self.id = f"run-{uuid.uuid4().hex[:16]}"
         self.endpoint = endpoint
         self.session = session
+        self.tenant = tenant
         self.started_ns = time.time_ns()
         self._t0 = time.perf_counter()
         self.duration_ms: float | None = None
@@ -82,6 +88,7 @@ class _Run:
             "id": self.id,
             "endpoint": self.endpoint,
             "session": self.session,
+            "tenant": self.tenant,
             "started": self.started_ns / 1e9,
             "duration_ms": self.duration_ms,
             "outcome": self.outcome,
@@ -200,23 +207,33 @@ class RunsLog:
     def _add_span(self, run: _Run, span: Any) -> None:
         run.spans.append(self._spans.span_doc(span, run.started_ns))
 
-    def record(self, endpoint: str, session: str | None) -> Recording:
-        """A ``with`` block recording one run made at ``endpoint`` for ``session``."""
+    def record(self, endpoint: str, session: str | None, tenant: str | None = None) -> Recording:
+        """A ``with`` block recording one run made at ``endpoint`` for ``session``.
+
+        Args:
+            endpoint: Where the run was asked for (``"chat.completions"``, say).
+            session: The run's stored session id, if it has one.
+            tenant: The tenant whose key asked for it (``None`` without keys).
+        """
         self._attach(otel_trace.get_tracer_provider())
-        run = _Run(endpoint, session)
+        run = _Run(endpoint, session, tenant)
         self._runs[run.id] = run
         while len(self._runs) > self.limit:
             self._runs.popitem(last=False)
         return Recording(run, self._current)
 
-    def recent(self) -> list[dict[str, object]]:
-        """The runs kept, newest first, without their spans."""
-        return [run.summary() for run in reversed(self._runs.values())]
+    def recent(self, tenant: str | None = None) -> list[dict[str, object]]:
+        """The runs kept, newest first, without their spans: ``tenant``'s only, if given."""
+        runs = reversed(self._runs.values())
+        return [run.summary() for run in runs if tenant is None or run.tenant == tenant]
 
-    def get(self, run_id: str) -> dict[str, object] | None:
-        """One run with its spans (in the order they started); ``None`` if not kept."""
+    def get(self, run_id: str, tenant: str | None = None) -> dict[str, object] | None:
+        """One run with its spans (in the order they started); ``None`` if not kept.
+
+        Given a ``tenant``, another tenant's run is ``None`` as well.
+        """
         run = self._runs.get(run_id)
-        if run is None:
+        if run is None or (tenant is not None and run.tenant != tenant):
             return None
         return {**run.summary(), "spans": sorted(run.spans, key=_start)}
 
@@ -224,17 +241,26 @@ class RunsLog:
 def runs_routes(runs: RunsLog) -> list[Route]:
     """The routes of ``GET /api/runs`` and ``GET /api/runs/{id}``."""
 
+    def named(request: Request, run: dict[str, object]) -> dict[str, object]:
+        """``run`` with its session under the caller's name for it."""
+        session = run["session"]
+        return {
+            **run,
+            "session": client_name(request, session if isinstance(session, str) else None),
+        }
+
     async def recent(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": runs.recent()})
+        data = [named(request, run) for run in runs.recent(tenant_of(request))]
+        return JSONResponse({"object": "list", "data": data})
 
     async def one(request: Request) -> Response:
         run_id: str = request.path_params["run_id"]
-        run = runs.get(run_id)
+        run = runs.get(run_id, tenant_of(request))
         if run is None:
             msg = f"no run {run_id!r} in the log (it keeps the last {runs.limit})"
             body = error_body(msg, "invalid_request_error", code="not_found")
             return JSONResponse(body, status_code=404)
-        return JSONResponse(run)
+        return JSONResponse(named(request, run))
 
     return [
         Route("/api/runs", recent, methods=["GET"]),

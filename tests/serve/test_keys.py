@@ -27,10 +27,16 @@ USER = [{"role": "user", "content": "hi"}]
 
 
 def call(
-    url: str, path: str, *, key: str | None = None, body: object = None, method: str = "GET"
+    url: str,
+    path: str,
+    *,
+    key: str | None = None,
+    body: object = None,
+    method: str = "GET",
+    extra: Mapping[str, str] | None = None,
 ) -> tuple[int, Mapping[str, str], bytes]:
-    """The status, headers and body of one request to the app at ``url`` (its root)."""
-    headers = {"content-type": "application/json"}
+    """The status, headers and body of one request (with ``extra`` headers) to ``url``."""
+    headers = {"content-type": "application/json", **(extra or {})}
     if key is not None:
         headers["authorization"] = f"Bearer {key}"
     data = None if body is None else json.dumps(body).encode()

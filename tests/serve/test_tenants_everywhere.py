@@ -106,10 +106,10 @@ def test_an_ag_ui_run_gets_its_tenant_and_is_logged_with_its_spans(server: Serve
     """The streamed run sees ``{"tenant": ...}``; ``/api/runs`` shows it paused, with usage."""
     checkpoint = server.pause(GLOBEX, "globex-thread")
     assert server.seen == [{"tenant": "globex"}]
-    status, runs = server.get("/api/runs", ACME)
+    status, runs = server.get("/api/runs", GLOBEX)
     assert status == 200
     (run,) = runs["data"]
-    assert (run["endpoint"], run["session"]) == ("ag-ui", "globex-thread")
+    assert (run["endpoint"], run["session"], run["tenant"]) == ("ag-ui", "globex-thread", "globex")
     assert run["outcome"] == {"kind": "paused", "checkpoint_id": checkpoint, "calls": ["add"]}
     assert run["usage"]["total_tokens"] > 0
     _, detail = server.get(f"/api/runs/{run['id']}", GLOBEX)
