@@ -49,6 +49,17 @@ class Chat:
             self.child.expect_exact(text)
         self.prompt()
 
+    def interrupt(self, typed: str) -> None:
+        """Type ``typed`` and, once the terminal has echoed it, press Ctrl-C.
+
+        At a prompt, Python's ``input`` notices a SIGINT only while it waits for a key: one
+        that comes between printing the prompt and that wait is seen at the next key (and the
+        terminal throws away what was typed). The echo shows the wait has begun.
+        """
+        self.child.send(typed)
+        self.child.expect_exact(typed)
+        self.child.sendintr()
+
     def leave(self) -> int:
         """Ctrl-D at the prompt; the exit status."""
         self.child.sendeof()
@@ -121,7 +132,7 @@ def test_ctrl_c_or_ctrl_d_at_a_decision_cancels_the_turn(
     chat.child.sendline("What is 2 + 3?")
     chat.child.expect_exact("re[s]pond: ")
     if key == "intr":
-        chat.child.sendintr()
+        chat.interrupt("a")
     else:
         chat.child.sendeof()
     chat.child.expect_exact(CANCELLED)
@@ -146,11 +157,10 @@ def test_ctrl_c_cancels_the_answer_not_the_chat(tmp_path: Path, chats: list[Chat
 def test_ctrl_c_twice_at_the_prompt_leaves(tmp_path: Path, chats: list[Chat]) -> None:
     """Ctrl-C at the prompt drops the line and says how to leave; a second one leaves."""
     chat = start(chats, tmp_path, "--agent", "chat_agents:memory")
-    chat.child.send("half a line")
-    chat.child.sendintr()
+    chat.interrupt("half a line")
     chat.child.expect_exact(HINT)
     chat.prompt()
-    chat.child.sendintr()
+    chat.interrupt("x")
     chat.child.expect(pexpect.EOF)
     chat.child.close()
     assert chat.child.exitstatus == 0
