@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 import pydantic
 from ag_ui.core import (
@@ -50,7 +50,6 @@ from ag_ui.core import (
     UserMessage,
 )
 from ag_ui.encoder import EventEncoder
-from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 from returns.result import Failure
 from sse_starlette import EventSourceResponse
@@ -60,13 +59,10 @@ from starlette.routing import Route
 
 from fncore.core import (
     AgentError,
-    Approve,
     Decision,
-    Edit,
     GuardTripped,
     PendingRequest,
     Reject,
-    Respond,
     RoundFinished,
     RoundStarted,
     RunCompleted,
@@ -81,8 +77,10 @@ from fncore.serve._auth import session_key, tenant_of
 from fncore.serve._runs import RunsLog
 from fncore.serve._wire import (
     CLIENT_TOOLS,
+    DecisionBody,
     RequestError,
     check_count,
+    decision_of,
     error_body,
     location,
     pending_doc,
@@ -103,53 +101,9 @@ INTERRUPT_REASON = "fncore.approval"
 """The ``reason`` of an interrupt that asks for a decision on a pending call."""
 
 
-class ApproveDecision(BaseModel):
-    """Run the call as the model made it."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["approve"]
-
-
-class EditDecision(BaseModel):
-    """Run the call with these arguments instead."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["edit"]
-    arguments: dict[str, Any]
-
-
-class RejectDecision(BaseModel):
-    """Do not run the call; the message (or a default) is its error result."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["reject"]
-    message: str | None = None
-
-
-class RespondDecision(BaseModel):
-    """Do not run the call; the message is its result."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["respond"]
-    message: str
-
-
-_Payload = Annotated[
-    ApproveDecision | EditDecision | RejectDecision | RespondDecision, Field(discriminator="kind")
-]
-_PAYLOAD: pydantic.TypeAdapter[_Payload] = pydantic.TypeAdapter(_Payload)
+_PAYLOAD: pydantic.TypeAdapter[DecisionBody] = pydantic.TypeAdapter(DecisionBody)
 DECISION_SCHEMA: dict[str, Any] = _PAYLOAD.json_schema()
 """The JSON Schema of a resume entry's payload: a decision, by its ``kind``."""
-
-
-def _decision(payload: _Payload) -> Decision:
-    if isinstance(payload, EditDecision):
-        return Edit(payload.arguments)
-    if isinstance(payload, RejectDecision):
-        return Reject() if payload.message is None else Reject(payload.message)
-    if isinstance(payload, RespondDecision):
-        return Respond(payload.message)
-    return Approve()
 
 
 def parse_input(body: bytes, max_messages: int) -> RunAgentInput:
@@ -223,7 +177,7 @@ def resume_decisions(entries: Sequence[ResumeEntry]) -> tuple[str, dict[str, Dec
             decisions[call_id] = Reject()
             continue
         try:
-            decisions[call_id] = _decision(_PAYLOAD.validate_python(entry.payload))
+            decisions[call_id] = decision_of(_PAYLOAD.validate_python(entry.payload))
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             field = location((f"{where}.payload", *first["loc"]))

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_json, to_jsonable_python
 from returns.result import Failure
 from starlette.requests import Request
@@ -35,7 +35,6 @@ from starlette.routing import Route
 
 from fncore.core import (
     AgentError,
-    Approve,
     Checkpoint,
     CheckpointBusy,
     CheckpointExpired,
@@ -43,10 +42,7 @@ from fncore.core import (
     Decision,
     DecisionConflict,
     DecisionError,
-    Edit,
     PendingRequest,
-    Reject,
-    Respond,
     RunResult,
     SessionConflict,
 )
@@ -54,7 +50,14 @@ from fncore.errors import LimitExceeded, ModelError
 from fncore.runtime import Agent, CheckpointCatalog, CheckpointInfo, CheckpointStore
 from fncore.serve._auth import client_name, tenant_of
 from fncore.serve._runs import RunsLog
-from fncore.serve._wire import RequestError, error_body, usage_body
+from fncore.serve._wire import (
+    DecisionBody,
+    EditDecision,
+    RequestError,
+    decision_of,
+    error_body,
+    usage_body,
+)
 
 __all__ = ["approval_routes"]
 
@@ -79,50 +82,13 @@ _STATUS_OF_ERROR: tuple[tuple[type[AgentError], int, str], ...] = (
 """How a resume that failed answers, by error type, first match; any other is a 500."""
 
 
-class _Approve(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["approve"]
-
-
-class _Edit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["edit"]
-    arguments: dict[str, object]
-
-
-class _Reject(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["reject"]
-    message: str | None = None
-
-
-class _Respond(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["respond"]
-    message: str
-
-
-_DecisionBody = Annotated[_Approve | _Edit | _Reject | _Respond, Field(discriminator="kind")]
-
-
 class DecideRequest(BaseModel):
     """The body of ``POST /api/approvals/{checkpoint}``: one decision for all, or one per call."""
 
     model_config = ConfigDict(extra="forbid")
 
-    decision: _DecisionBody | None = None
-    decisions: dict[str, _DecisionBody] | None = None
-
-
-def _decision(body: _Approve | _Edit | _Reject | _Respond) -> Decision:
-    """The fncore decision a body's decision stands for."""
-    if isinstance(body, _Edit):
-        return Edit(body.arguments)
-    if isinstance(body, _Reject):
-        return Reject() if body.message is None else Reject(body.message)
-    if isinstance(body, _Respond):
-        return Respond(body.message)
-    return Approve()
+    decision: DecisionBody | None = None
+    decisions: dict[str, DecisionBody] | None = None
 
 
 def _parse(body: bytes) -> DecideRequest:
@@ -335,7 +301,7 @@ class _Approvals:
                     )
                     return _error(400, msg, "unknown_call", f"decisions.{call_id}")
         for call_id, decided in bodies.items():
-            if not isinstance(decided, _Edit):
+            if not isinstance(decided, EditDecision):
                 continue
             name = requests[call_id].tool
             tool = None if name is None else self.agent.tools.get(name)
@@ -350,8 +316,8 @@ class _Approvals:
                 msg = f"{where}: {first['msg']} (tool {name!r}); the checkpoint still waits"
                 return _error(400, msg, "invalid_arguments", where)
         if body.decision is not None:
-            return _decision(body.decision)
-        return {call_id: _decision(d) for call_id, d in bodies.items()}
+            return decision_of(body.decision)
+        return {call_id: decision_of(d) for call_id, d in bodies.items()}
 
     async def _outcome(
         self,

@@ -13,15 +13,28 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
-from fncore.core import Message, ModelSettings, PendingRequest, Usage
+from fncore.core import (
+    Approve,
+    Decision,
+    Edit,
+    Message,
+    ModelSettings,
+    PendingRequest,
+    Reject,
+    Respond,
+    Usage,
+)
 
 __all__ = [
+    "DecisionBody",
+    "EditDecision",
+    "decision_of",
     "ChatRequest",
     "RequestError",
     "check_count",
@@ -320,3 +333,52 @@ def chunk(
     if usage is not None:
         body["usage"] = usage_body(usage)
     return body
+
+
+class ApproveDecision(BaseModel):
+    """Run the call as the model made it."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["approve"]
+
+
+class EditDecision(BaseModel):
+    """Run the call with these arguments instead."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["edit"]
+    arguments: dict[str, Any]
+
+
+class RejectDecision(BaseModel):
+    """Do not run the call; the message (or a default) is its error result."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["reject"]
+    message: str | None = None
+
+
+class RespondDecision(BaseModel):
+    """Do not run the call; the message is its result."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["respond"]
+    message: str
+
+
+AnyDecision: TypeAlias = ApproveDecision | EditDecision | RejectDecision | RespondDecision
+DecisionBody = Annotated[AnyDecision, Field(discriminator="kind")]
+"""A decision on one pending call as a client sends it (the approvals API, an AG-UI resume)."""
+
+
+def decision_of(
+    body: ApproveDecision | EditDecision | RejectDecision | RespondDecision,
+) -> Decision:
+    """The `Decision` a client's decision body stands for."""
+    if isinstance(body, EditDecision):
+        return Edit(body.arguments)
+    if isinstance(body, RejectDecision):
+        return Reject() if body.message is None else Reject(body.message)
+    if isinstance(body, RespondDecision):
+        return Respond(body.message)
+    return Approve()
