@@ -152,6 +152,8 @@ class ServeConfig(BaseModel):
     """The largest request body accepted; a larger one gets a 413."""
     max_messages: Annotated[int, Field(ge=1)] = 256
     """The most messages one request may carry; more get a 400."""
+    runs_kept: Annotated[int, Field(ge=1)] = 200
+    """How many recent runs each worker keeps for ``/api/runs`` and the console."""
 
 
 class MiddlewareEntry(_RedactedUrls):

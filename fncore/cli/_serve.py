@@ -155,6 +155,7 @@ def _settings(serve: Any) -> ServeSettings:
             model_name=serve.model_name(),
             max_body_bytes=serve.max_body_bytes(),
             max_messages=serve.max_messages(),
+            runs_kept=serve.runs_kept(),
             keys=serve.keys() or {},
             cors_origins=tuple(serve.cors_origins() or ()),
         )

@@ -25,8 +25,9 @@ Every error answers in OpenAI's shape, ``{"error": {"message", "type", "param", 
 400 for a malformed request (the field named) or one that brings its own tools, 401 for a
 missing or unknown key, 404 for an unknown model or path, 413 for a body over
 ``max_body_bytes``, 409 for a run paused for approval (with its checkpoint id and pending
-calls), 429/502/500 for a run that failed on a limit, on the model, or otherwise. Nothing
-answers with a traceback.
+calls) or one whose session another run committed to first (nothing saved; send it again),
+429/502/500 for a run that failed on a limit, on the model, or otherwise. Nothing answers
+with a traceback.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fncore.core import AgentError, Message, ModelSettings, RunOutcome, TextDelta
-from fncore.errors import LimitExceeded, ModelError
+from fncore.errors import LimitExceeded, ModelError, SessionConflict
 from fncore.runtime import Agent
 from fncore.serve._agui import agui_routes
 from fncore.serve._approvals import approval_routes
@@ -74,6 +75,7 @@ __all__ = ["create_app"]
 _STATUS_OF_ERROR: tuple[tuple[type[AgentError], int, str], ...] = (
     (LimitExceeded, 429, "rate_limit_exceeded"),
     (ModelError, 502, "upstream_error"),
+    (SessionConflict, 409, "session_conflict"),
 )
 """How a failed run answers, by error type, first match; any other error is a 500."""
 
@@ -293,7 +295,8 @@ def create_app(
         settings: The served model's name, the request limits, the API keys by tenant
             and the CORS origins (default: ``ServeSettings()``: no keys, no CORS).
         runs: The log of recent runs behind ``/api/runs`` and the console (default: a
-            `RunsLog` of the last 200 runs, spans from the global tracer provider).
+            `RunsLog` of the last ``settings.runs_kept`` runs, spans from the global tracer
+            provider).
 
     Returns:
         The Starlette app.
@@ -306,7 +309,7 @@ def create_app(
         ['/v1/chat/completions', '/v1/models']
     """
     settings = settings or ServeSettings()
-    runs_log = RunsLog() if runs is None else runs
+    runs_log = RunsLog(settings.runs_kept) if runs is None else runs
     endpoints = _ChatCompletions(agent, settings, runs_log)
 
     @contextlib.asynccontextmanager

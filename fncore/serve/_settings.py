@@ -34,6 +34,9 @@ class ServeSettings:
     """The largest request body accepted; a larger one gets a 413."""
     max_messages: int = 256
     """The most messages one request may carry; more get a 400."""
+    runs_kept: int = 200
+    """How many recent runs the app keeps for ``/api/runs`` and the console (when
+    `create_app` makes its own `RunsLog`)."""
     keys: Mapping[str, SecretStr | str] = field(default_factory=lambda: _NO_KEYS)
     """API keys by tenant name. Empty: every route is open (serve on loopback only).
     Otherwise every route but ``/healthz``, ``/readyz`` and the console's static files
@@ -43,7 +46,7 @@ class ServeSettings:
     """The origins browsers may call the app from (``"*"``: any); empty: CORS is off."""
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_messages"):
+        for name in ("max_body_bytes", "max_messages", "runs_kept"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 msg = f"ServeSettings.{name} must be a positive int, not {value!r}"

@@ -260,9 +260,14 @@ KEY = "sk-tenant-acme-5e1f"
 def test_with_keys_any_address_is_served_and_the_key_is_required(app: Path) -> None:
     """Keys from the environment allow 0.0.0.0; requests need one; none shows on stderr.
 
-    The other ``[serve]`` settings reach the app too: here its model's name.
+    The other ``[serve]`` settings reach the app too: here its model's name, and how many
+    runs it keeps.
     """
-    keys = {"FNCORE_SERVE__KEYS__ACME": KEY, "FNCORE_SERVE__MODEL_NAME": "bot"}
+    keys = {
+        "FNCORE_SERVE__KEYS__ACME": KEY,
+        "FNCORE_SERVE__MODEL_NAME": "bot",
+        "FNCORE_SERVE__RUNS_KEPT": "1",
+    }
     with serving(
         app, "--agent", "app:agent", "--host", "0.0.0.0", "--port", "0", environ=keys
     ) as server:
@@ -277,8 +282,13 @@ def test_with_keys_any_address_is_served_and_the_key_is_required(app: Path) -> N
             ):
                 client.chat.completions.create(model="bot", messages=messages)  # type: ignore[arg-type]
         with OpenAI(base_url=f"{url}/v1", api_key=KEY) as client:
-            reply = client.chat.completions.create(model="bot", messages=messages)  # type: ignore[arg-type]
-        assert reply.choices[0].message.content == "add: 5"
+            for _ in range(2):
+                reply = client.chat.completions.create(model="bot", messages=messages)  # type: ignore[arg-type]
+                assert reply.choices[0].message.content == "add: 5"
+        bearer = {"authorization": f"Bearer {KEY}"}
+        asked = urllib.request.Request(f"{url}/api/runs", headers=bearer)
+        with urllib.request.urlopen(asked) as answer:
+            assert len(json.load(answer)["data"]) == 1
         status, printed = server.stop(signal.SIGTERM)
     assert (status, printed) == (0, "")
     assert KEY[:-1] not in printed + server.url

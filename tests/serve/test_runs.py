@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 
 from fncore import Agent, ModelRequest, Registry
 from fncore.middleware import approve, trace
-from fncore.serve import RunsLog, create_app
+from fncore.serve import RunsLog, ServeSettings, create_app
 from fncore.testing import FunctionModel, ScriptedModel, TestModel
 
 Serve = Callable[[Starlette], OpenAI]
@@ -111,6 +111,14 @@ def test_an_unknown_or_forgotten_run_is_a_404(serve: Serve, agent: Agent) -> Non
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "not_found"
     assert "keeps the last 1" in missing.json()["error"]["message"]
+
+
+def test_the_apps_own_log_keeps_runs_kept_runs(serve: Serve, agent: Agent) -> None:
+    """Without a log of one's own, ``ServeSettings.runs_kept`` bounds the app's."""
+    client = serve(create_app(agent, ServeSettings(runs_kept=2)))
+    for _ in range(3):
+        client.chat.completions.create(model="fncore", messages=USER)
+    assert len(api(client, "/api/runs").json()["data"]) == 2
 
 
 async def test_only_spans_started_inside_a_recorded_run_are_kept() -> None:

@@ -125,3 +125,48 @@ def test_a_client_that_leaves_mid_stream_cancels_its_run_and_the_session_stays()
             assert blocking.started.wait(SAFETY_SECONDS)
         assert blocking.cancelled.wait(SAFETY_SECONDS)
         assert session(root, "ada") == before
+
+
+def test_a_turn_that_loses_its_sessions_race_is_a_409_and_saves_nothing() -> None:
+    """Two requests on one session: the one that commits second gets a 409 SessionConflict."""
+    release, waiting = threading.Event(), threading.Event()
+
+    async def reply(request: ModelRequest) -> str:
+        if request.messages[-1].text == "slow":
+            waiting.set()
+            await asyncio.to_thread(release.wait, SAFETY_SECONDS)
+        return f"answer to {request.messages[-1].text}"
+
+    app = create_app(Agent(FunctionModel(reply), registry=Registry()))
+    outcome: list[BaseException] = []
+
+    def slow(client: OpenAI) -> None:
+        try:
+            client.chat.completions.create(
+                model="fncore",
+                messages=[{"role": "user", "content": "slow"}],
+                extra_headers={"fncore-session": "ada"},
+            )
+        except openai.APIStatusError as exc:
+            outcome.append(exc)
+
+    with running(app) as base_url, OpenAI(base_url=base_url, api_key="x") as client:
+        first = threading.Thread(target=slow, args=(client,))
+        first.start()
+        assert waiting.wait(SAFETY_SECONDS)  # the slow turn has loaded the session
+        quick = client.chat.completions.create(
+            model="fncore",
+            messages=[{"role": "user", "content": "quick"}],
+            extra_headers={"fncore-session": "ada"},
+        )
+        assert quick.choices[0].message.content == "answer to quick"
+        release.set()
+        first.join(SAFETY_SECONDS)
+        stored = session(base_url.removesuffix("/v1"), "ada")
+    [conflict] = outcome
+    assert isinstance(conflict, openai.ConflictError)
+    assert isinstance(conflict.body, dict)
+    assert conflict.body["type"] == "session_conflict"
+    assert conflict.body["code"] == "SessionConflict"
+    assert "slow" not in json.dumps(stored)
+    assert "answer to quick" in json.dumps(stored)

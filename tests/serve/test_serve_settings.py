@@ -5,7 +5,7 @@ import pytest
 from fncore.serve import ServeSettings
 
 
-@pytest.mark.parametrize("field", ["max_body_bytes", "max_messages"])
+@pytest.mark.parametrize("field", ["max_body_bytes", "max_messages", "runs_kept"])
 @pytest.mark.parametrize("value", [0, -1, True, 2.5])
 def test_limits_are_positive_ints(field: str, value: object) -> None:
     """A limit that is not a positive int is refused, naming the field."""
