@@ -101,6 +101,7 @@ class DurableRuntime:
         "_executor",
         "_queue",
         "_served",
+        "_taken",
         "_url",
         "_view",
         "app_version",
@@ -136,6 +137,7 @@ class DurableRuntime:
         self._served: Served | None = None
         self._queue: Queue | None = None
         self._executor: Executor | None = None
+        self._taken: set[str] = set()
 
     async def __aenter__(self) -> Self:
         """Launch DBOS on this loop: recover this worker's runs, register the queue.
@@ -217,6 +219,12 @@ class DurableRuntime:
             raise ValueError(msg)
         return agent._runner.stack.config
 
+    def _start(
+        self, agent: Agent[Any], prompt: object, metadata: Mapping[str, object] | None
+    ) -> tuple[str, Start]:
+        """The stack's config hash, and the request of a new run."""
+        return self._config_of(agent), Start(prompt, None if metadata is None else dict(metadata))
+
     async def start(
         self,
         agent: Agent[OutputT],
@@ -239,8 +247,7 @@ class DurableRuntime:
             ValueError: if ``agent`` is not one of the runtime's.
             DurableUnavailableError: if the database cannot be used.
         """
-        config = self._config_of(agent)
-        request = Start(prompt, None if metadata is None else dict(metadata))
+        config, request = self._start(agent, prompt, metadata)
         with SetWorkflowID(run_id or str(uuid.uuid4())):
             started = DBOS.start_workflow_async(fncore_run, agent.name, config, session_id, request)
             handle = await guarded(self._url, started)
@@ -283,9 +290,8 @@ class DurableRuntime:
             ValueError: if ``agent`` is not one of the runtime's.
             DurableUnavailableError: if the database cannot be used.
         """
-        config = self._config_of(agent)
+        config, request = self._start(agent, prompt, metadata)
         queue: Queue = self._queue  # type: ignore[assignment]  # set while entered
-        request = Start(prompt, None if metadata is None else dict(metadata))
         with SetWorkflowID(run_id or str(uuid.uuid4())):
             queued = queue.enqueue_async(fncore_run, agent.name, config, session_id, request)
             handle = await guarded(self._url, queued)
@@ -328,19 +334,24 @@ class DurableRuntime:
         self._entered()
         recover = asyncio.to_thread(DBOS._recover_pending_workflows, list(executor_ids))
         handles = await guarded(self._url, recover)
-        return tuple(h.workflow_id for h in handles)
+        taken = tuple(h.workflow_id for h in handles)
+        self._taken.update(taken)
+        return taken
 
     async def wait_idle(self) -> None:
-        """Wait until this worker has no pending or enqueued run of this stack left."""
+        """Wait until no run of this stack is pending or enqueued for this worker.
+
+        Its own runs (recovered at launch, or started here) and those it took over.
+        """
         self._entered()
         pause = min(self.settings.polling_interval, 0.2)
         while True:
             left = await self._view.statuses(
-                status=["PENDING", "ENQUEUED"],
-                executor_id=self.executor_id,
-                app_version=self.app_version,
+                status=["PENDING", "ENQUEUED"], app_version=self.app_version, load_input=False
             )
-            if not left:
+            if not any(
+                s.executor_id == self.executor_id or s.workflow_id in self._taken for s in left
+            ):
                 return
             await asyncio.sleep(pause)
 

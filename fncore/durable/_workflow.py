@@ -13,7 +13,6 @@ before DBOS recovers or dequeues anything.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, final
@@ -53,16 +52,13 @@ class Resume:
 class Served:
     """The agents whose durable runs this process runs, and its runs in flight."""
 
-    __slots__ = ("agents", "idle", "running")
+    __slots__ = ("agents", "running")
 
     def __init__(self, agents: Mapping[str, Agent[Any]]) -> None:
         self.agents = agents
         """The agents, by name."""
         self.running = 0
         """How many runs are in flight in this process."""
-        self.idle = asyncio.Event()
-        """Set while no run is in flight."""
-        self.idle.set()
 
 
 _served: list[Served] = []
@@ -108,7 +104,6 @@ async def fncore_run(
         run = DBOS.workflow_id or ""
         return Failure(stack_changed(run, agent, config, runner.stack.config))
     served.running += 1
-    served.idle.clear()
     try:
         steps, run_id = DbosSteps(), DBOS.workflow_id
         if isinstance(request, Start):
@@ -132,5 +127,3 @@ async def fncore_run(
         )
     finally:
         served.running -= 1
-        if not served.running:
-            served.idle.set()

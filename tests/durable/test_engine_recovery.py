@@ -195,13 +195,11 @@ async def test_another_worker_takes_over_a_dead_workers_runs(tmp_path: Path) -> 
         await durable.wait_idle()
         left = await durable.show("orphan")
         taken = await durable.take_over(["dead"])
-        handle = await DBOS.retrieve_workflow_async("orphan")
-        outcome = await handle.get_result()
+        await durable.wait_idle()  # the runs it took over too
         shown = await durable.show("orphan")
     assert isinstance(left, DurableRunInfo)
     assert (left.status, left.executor_id) == ("PENDING", "dead")
     assert taken == ("orphan",)
-    assert isinstance(outcome, Success)
     assert isinstance(shown, DurableRunInfo)
     assert (shown.status, shown.executor_id) == ("SUCCESS", "alive")
     assert work.tool_calls == ["c0_0", "c0_0"]
