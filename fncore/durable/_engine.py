@@ -37,7 +37,7 @@ from fncore.durable._errors import (
 )
 from fncore.durable._runs import DurableRunInfo, RunsView
 from fncore.durable._workflow import Resume, Served, Start, fncore_run, serve, unserve
-from fncore.runtime import Agent
+from fncore.runtime import Agent, Prompt
 from fncore.settings import DurableSettings
 
 __all__ = ["DurableRun", "DurableRuntime"]
@@ -220,7 +220,7 @@ class DurableRuntime:
         return agent._runner.stack.config
 
     def _start(
-        self, agent: Agent[Any], prompt: object, metadata: Mapping[str, object] | None
+        self, agent: Agent[Any], prompt: Prompt, metadata: Mapping[str, object] | None
     ) -> tuple[str, Start]:
         """The stack's config hash, and the request of a new run."""
         return self._config_of(agent), Start(prompt, None if metadata is None else dict(metadata))
@@ -228,7 +228,7 @@ class DurableRuntime:
     async def start(
         self,
         agent: Agent[OutputT],
-        prompt: object,
+        prompt: Prompt,
         *,
         session_id: str | None = None,
         metadata: Mapping[str, object] | None = None,
@@ -256,7 +256,7 @@ class DurableRuntime:
     async def run(
         self,
         agent: Agent[OutputT],
-        prompt: object,
+        prompt: Prompt,
         *,
         session_id: str | None = None,
         metadata: Mapping[str, object] | None = None,
@@ -278,7 +278,7 @@ class DurableRuntime:
     async def enqueue(
         self,
         agent: Agent[Any],
-        prompt: object,
+        prompt: Prompt,
         *,
         session_id: str | None = None,
         metadata: Mapping[str, object] | None = None,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from engine_support import Work, durable_settings
+from pydantic import SecretStr
 from returns.result import Success
 
 from fncore import InMemorySessionStore
@@ -16,6 +17,7 @@ from fncore.durable import (
     DurableUnavailableError,
     UnknownRun,
 )
+from fncore.settings import DurableSettings
 
 
 async def test_a_durable_run_answers_as_agent_run_and_lists_its_steps_by_name(
@@ -127,3 +129,17 @@ async def test_the_client_of_a_database_not_made_yet_says_so(tmp_path: Path) -> 
     with pytest.raises(DurableUnavailableError, match="no durable runs yet"):
         async with DurableClient(durable_settings(tmp_path)):
             pass
+
+
+async def test_a_durable_run_on_postgresql_is_listed_by_a_client(postgres_url: str) -> None:
+    """The same on PostgreSQL: DBOS's schema is made at launch; a client reads the run."""
+    work = Work(rounds=1, width=2)
+    agent = work.agent()
+    settings = DurableSettings(url=SecretStr(postgres_url), executor_id="pg-worker")
+    async with DurableRuntime([agent], settings) as durable:
+        result = await durable.run(agent, "go", run_id="on-pg")
+    async with DurableClient(settings) as client:
+        shown = await client.show("on-pg")
+    assert isinstance(shown, DurableRunInfo)
+    assert (shown.status, shown.output) == ("SUCCESS", result.unwrap().output)
+    assert [s.name for s in shown.steps][1:3] == ["tool:work:c0_0", "tool:work:c0_1"]
