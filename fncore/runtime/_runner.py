@@ -210,12 +210,14 @@ class Runner:
                         pause() if steps is None else steps.step("checkpoint.save", pause)
                     )
                 elif session is not None:
-                    commit = partial(
-                        self.sessions.commit, session, new_input, done, run, not engine.wrapped
-                    )
-                    failed = await (
-                        commit() if steps is None else steps.step("session.commit", commit)
-                    )
+                    checked = not engine.wrapped
+                    if steps is None:
+                        failed = await self.sessions.commit(session, new_input, done, run, checked)
+                    else:
+                        commit = partial(
+                            self.sessions.commit, session, new_input, done, run, checked
+                        )
+                        failed = await steps.step("session.commit", commit)
                     if failed is not None:
                         result = Failure(failed)
             if engine.hooks.run_end or (engine.hooks.error and type(result) is Failure):

@@ -14,6 +14,7 @@ import contextvars
 import pickle
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -21,6 +22,8 @@ from returns.result import Failure, Success
 
 from fncore import (
     Agent,
+    Approve,
+    ConfigError,
     InMemorySessionStore,
     Message,
     ModelCallContext,
@@ -34,10 +37,11 @@ from fncore import (
     RunNext,
     RunResult,
     ToolCallPart,
+    load_container,
 )
 from fncore.errors import SessionConflict
 from fncore.events import RunEnd, ToolEnd
-from fncore.middleware import approve
+from fncore.middleware import approve, build_middleware
 from fncore.runtime import Steps
 from fncore.testing import FunctionModel, tool_calls
 
@@ -392,6 +396,31 @@ async def test_a_pause_saves_its_checkpoint_as_a_step() -> None:
     assert again.paused.checkpoint_id == paused.paused.checkpoint_id
 
 
+async def test_a_resumed_run_is_durable_too() -> None:
+    registry = Registry()
+    registry.include(approve(["mul"]))
+    counted = Counted()
+    store = InMemorySessionStore()
+    agent = _agent(counted, registry, sessions=store)
+    paused = (await _run(agent, Recorder(), session_id="s")).unwrap()
+    assert paused.paused is not None
+    checkpoint = paused.paused.checkpoint_id
+    steps = Recorder()
+    outcome = await agent._runner.go_on(
+        checkpoint, Approve(), None, None, steps=steps, run_id="wf-2"
+    )
+    assert outcome.unwrap().output == "results: 3, 12, 11"
+    assert steps.names() == [
+        "session.load",
+        "tool:mul:call_1",
+        "model_call:2",
+        "tool:add:c3",
+        "model_call:3",
+        "session.commit",
+    ]
+    assert counted.calls == ["add", "mul", "add"]
+
+
 # -- the commit -------------------------------------------------------------------------------
 
 
@@ -461,3 +490,72 @@ async def test_without_steps_a_run_has_none() -> None:
 
     await _agent(Counted(), registry).run("compute")
     assert seen == [None]
+
+
+# -- [[middleware]] step = true ----------------------------------------------------------------
+
+AUDITED: list[str] = []
+
+
+def audited() -> Registry:
+    """A middleware factory whose registry holds one hook."""
+    registry = Registry()
+
+    @registry.hook("tool_end")
+    async def audit(event: ToolEnd) -> None:
+        AUDITED.append(event.call.id)
+
+    return registry
+
+
+def retried() -> Registry:
+    """A middleware factory whose registry holds a middleware."""
+    registry = Registry()
+
+    @registry.on("model_call")
+    async def again(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+        return await call_next(ctx)
+
+    return registry
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put this folder on sys.path, so this module's factories import by module path."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+
+
+@pytest.mark.usefixtures("on_path")
+async def test_an_entry_with_step_true_makes_its_hooks_steps() -> None:
+    container = load_container(
+        overrides={"middleware": [{"use": f"{__name__}:audited", "step": True}]}, environ={}
+    )
+    registry = container.registry()
+    assert [h.step for h in registry.hooks] == [True]
+    agent = _agent(Counted(), registry)
+    steps = Recorder()
+    await _run(agent, steps)
+    assert "tool_end:audit" in steps.names()
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"use": f"{__name__}:retried", "step": True}, "step=True applies to hooks only"),
+        ({"use": f"{__name__}:audited", "step": "maybe"}, "step"),
+        ({"use": "retry", "step": True}, "step=True applies to hooks only"),
+    ],
+)
+def test_an_entry_with_step_true_must_register_only_hooks(
+    entry: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load_container(overrides={"middleware": [entry]}, environ={}).registry()
+
+
+@pytest.mark.usefixtures("on_path")
+def test_an_entry_built_without_settings_checks_its_step_too() -> None:
+    entry = {"use": f"{__name__}:audited", "step": "yes"}
+    with pytest.raises(ConfigError, match="step must be true or false, not 'yes'"):
+        build_middleware([entry], lambda name: Counted().model())
