@@ -317,6 +317,19 @@ async def test_every_recorded_value_pickles_and_holds_no_request() -> None:
     assert (await _run(agent, replay, session_id="s")).unwrap().messages == done.unwrap().messages
 
 
+async def test_a_failed_model_call_is_recorded_and_replayed_as_its_error() -> None:
+    def broken(request: ModelRequest) -> str:
+        raise ConnectionError("no route")
+
+    agent = Agent(FunctionModel(broken), registry=Registry())
+    steps = Recorder()
+    failed = await _run(agent, steps)
+    assert steps.names() == ["model_call:1"]
+    (recorded,) = steps.values()
+    assert recorded == (failed, None)
+    assert await _run(agent, steps.again()) == failed
+
+
 # -- middleware's own model calls, hooks, pauses -----------------------------------------------
 
 
