@@ -10,33 +10,14 @@ already retried.
 
 from __future__ import annotations
 
-import copyreg
 from collections.abc import Awaitable, Callable, Sequence
-from types import MappingProxyType
-from typing import Any, TypeVar, final
+from typing import TypeVar, final
 
 from dbos import DBOS, StepOptions, StepReservation
 
 __all__ = ["DbosSteps"]
 
 T = TypeVar("T")
-
-
-def read_only(items: dict[Any, Any]) -> MappingProxyType[Any, Any]:
-    """``items`` as a read-only mapping: how a pickled ``MappingProxyType`` comes back."""
-    return MappingProxyType(items)
-
-
-def _mapping_proxy(
-    proxy: MappingProxyType[Any, Any],
-) -> tuple[Callable[[dict[Any, Any]], MappingProxyType[Any, Any]], tuple[dict[Any, Any]]]:
-    return read_only, (dict(proxy),)
-
-
-# What steps record goes through DBOS's pickle serializer, which any DBOSClient reads back.
-# fncore's values keep read-only mappings (a session's state, a run's metadata) in
-# ``MappingProxyType``s, which pickle cannot take by itself: it may now, as a copy.
-copyreg.pickle(MappingProxyType, _mapping_proxy)
 
 
 async def _call(thunk: Callable[[], Awaitable[T]]) -> T:

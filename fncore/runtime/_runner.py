@@ -280,6 +280,12 @@ class Runner:
     ) -> RunOutcome:
         """Run the rest of a claimed checkpoint's reply, and settle the checkpoint."""
         checkpoint = held.current
+        if steps is not None:  # a replay goes on from the checkpoint as first claimed
+
+            async def claimed() -> Checkpoint:
+                return held.current
+
+            checkpoint = await steps.step("checkpoint.claim", claimed)
         session: Session | None = None
         if checkpoint.session_id is not None:
             load = partial(self.sessions.load, checkpoint.session_id, steps is not None)

@@ -13,8 +13,11 @@ Without a `Steps` (``RunInfo._steps`` is ``None``) nothing here is on the run's 
 
 from __future__ import annotations
 
+import copyreg
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
 
 from returns.result import Success
 
@@ -22,6 +25,24 @@ from fncore.core import ModelRequest, ModelResponse, Outcome, ToolChoice
 from fncore.core._contexts import Steps
 
 __all__ = ["Steps", "model_step"]
+
+
+def read_only(items: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    """``items`` as a read-only mapping: how a pickled ``MappingProxyType`` comes back."""
+    return MappingProxyType(items)
+
+
+def _mapping_proxy(
+    proxy: MappingProxyType[Any, Any],
+) -> tuple[Callable[[dict[Any, Any]], MappingProxyType[Any, Any]], tuple[dict[Any, Any]]]:
+    return read_only, (dict(proxy),)
+
+
+# What steps record must pickle (a durable engine's record; DBOS's serializer is pickle).
+# fncore's values keep read-only mappings (a session's state, a run's metadata) in
+# ``MappingProxyType``s, which pickle cannot take by itself: it may now, as a copy.
+copyreg.pickle(MappingProxyType, _mapping_proxy)
+
 
 Recorded = tuple[Outcome[ModelResponse], ToolChoice | None]
 """What a model step records: the outcome without the request it answered (which grows

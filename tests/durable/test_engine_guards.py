@@ -249,3 +249,26 @@ async def test_the_client_must_be_entered_first(tmp_path: Path) -> None:
     """Its methods before ``async with`` say what to do."""
     with pytest.raises(RuntimeError, match="enter the DurableClient first"):
         await DurableClient(durable_settings(tmp_path)).runs()
+
+
+async def test_a_resumed_run_stopped_mid_way_is_recovered_without_repeating_the_approved_call(
+    tmp_path: Path,
+) -> None:
+    """The resume is a durable run too: recovered, it replays the approved call's record."""
+    sessions = InMemorySessionStore()
+    work = Work(rounds=2, width=1, crash_at="c1_0")
+    agent = work.agent(approve(["work"], when=lambda ctx: ctx.call.id == "c0_0"), sessions=sessions)
+    async with DurableRuntime([agent], durable_settings(tmp_path)) as durable:
+        paused = (await durable.run(agent, "go", session_id="s1")).unwrap()
+        assert paused.paused is not None
+        with pytest.raises(SimulatedCrash):
+            await durable.resume(agent, paused.paused.checkpoint_id, Approve())
+        (stopped,) = await durable.runs(status="PENDING")
+        handle = await DBOS.resume_workflow_async(stopped.id)
+        recovered = await handle.get_result()
+    assert stopped.id.startswith(f"resume:{paused.paused.checkpoint_id}:")
+    assert recovered.unwrap().stop_reason == "completed"
+    assert work.tool_calls == ["c0_0", "c1_0", "c1_0"]
+    session = await sessions.load("s1")
+    assert [m.role for m in session.messages].count("user") == 1
+    assert session.messages[-1].text == recovered.unwrap().output

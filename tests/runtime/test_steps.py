@@ -431,6 +431,7 @@ async def test_a_resumed_run_is_durable_too() -> None:
     )
     assert outcome.unwrap().output == "results: 3, 12, 11"
     assert steps.names() == [
+        "checkpoint.claim",
         "session.load",
         "tool:mul:call_1",
         "model_call:2",
