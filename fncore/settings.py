@@ -169,6 +169,10 @@ class MiddlewareEntry(_RedactedUrls):
     use: str
     """A built-in's name (``retry``) or ``package.module:factory``; the other keys are the
     factory's parameters, checked against its signature when the container builds it."""
+    step: bool = False
+    """Make each hook the entry registers one step of a durable run (``@hook(event,
+    step=True)``): it runs once, and not again when the run is replayed after a crash. An
+    entry registering middleware cannot (their passes are steps already, or replay)."""
 
 
 class SessionsConfig(_RedactedUrls):

@@ -7,7 +7,7 @@ unit test can call directly. Nothing runs at registration; the stack is built la
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar, final, get_args, overload
 
 from fncore.core._checks import timeout_problem
@@ -543,6 +543,24 @@ class Registry:
         check_signature(function, 0, "tool source", "()", is_async=False)
         self._sources.append(ToolSourceRegistration(function, _name_of(function)))
         return function
+
+    def hooks_as_steps(self) -> Registry:
+        """A copy whose hooks are registered with ``step=True`` (``[[middleware]] step = true``).
+
+        Raises:
+            RegistrationError: if it holds middleware (only a hook's call can be a step), or
+                no hook.
+        """
+        for reg in self._middleware:
+            msg = f"step = true: middleware {reg.name!r}: {not_a_step(reg.position)}"
+            raise RegistrationError(msg)
+        if not self._hooks:
+            msg = "step = true makes hooks steps of a durable run, and this registers no hook"
+            raise RegistrationError(msg)
+        copy = Registry()
+        copy.include(self)
+        copy._hooks = [replace(h, step=True) for h in self._hooks]
+        return copy
 
     def include(self, other: Registry) -> None:
         """Add everything ``other`` registered (a library's or plugin's registry).

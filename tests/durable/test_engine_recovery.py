@@ -30,6 +30,7 @@ from fncore import (
     RunOutcome,
 )
 from fncore.durable import DurableRunInfo, DurableRuntime
+from fncore.events import ToolEnd
 from fncore.middleware import compact, instructions
 
 
@@ -203,3 +204,33 @@ async def test_another_worker_takes_over_a_dead_workers_runs(tmp_path: Path) -> 
     assert isinstance(shown, DurableRunInfo)
     assert (shown.status, shown.executor_id) == ("SUCCESS", "alive")
     assert work.tool_calls == ["c0_0", "c0_0"]
+
+
+async def test_a_hook_registered_as_a_step_does_not_fire_again_on_recovery(
+    tmp_path: Path,
+) -> None:
+    """A ``step=True`` hook that ran before the crash is replayed; a plain hook fires again."""
+    audited: list[str] = []
+    observed: list[str] = []
+    registry = Registry()
+
+    @registry.hook("tool_end", step=True)
+    async def audit(event: ToolEnd) -> None:
+        audited.append(event.call.id)
+
+    @registry.hook("tool_end")
+    async def observe(event: ToolEnd) -> None:
+        observed.append(event.call.id)
+
+    work = Work(rounds=2, width=1, crash_at="c1_0")
+    agent = work.agent(registry)
+    async with DurableRuntime([agent], durable_settings(tmp_path)) as durable:
+        with pytest.raises(SimulatedCrash):
+            await durable.run(agent, "go", run_id="audited")
+        recovered = await _recover("audited")
+        shown = await durable.show("audited")
+    assert isinstance(recovered, Success)
+    assert audited == ["c0_0", "c1_0"]
+    assert observed == ["c0_0", "c0_0", "c1_0"]  # plain hooks observe the replay too
+    assert isinstance(shown, DurableRunInfo)
+    assert [s.name for s in shown.steps].count("tool_end:audit") == 2
