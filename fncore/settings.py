@@ -156,6 +156,9 @@ class ServeConfig(BaseModel):
     """The most messages one request may carry; more get a 400."""
     runs_kept: Annotated[int, Field(ge=1)] = 200
     """How many recent runs each worker keeps for ``/api/runs`` and the console."""
+    durable: bool = False
+    """Take durable runs (``POST /api/runs``) and run them as a worker of the ``[durable]``
+    queue (``fncore serve --durable``)."""
 
 
 class MiddlewareEntry(_RedactedUrls):

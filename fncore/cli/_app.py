@@ -195,6 +195,15 @@ def _add_serve(commands: Any) -> None:
         type=_port,
         help="the port to listen on, 0 for any free one (serve.port; default 8000)",
     )
+    serve.add_argument(
+        "--durable",
+        action="store_true",
+        default=None,
+        help=(
+            "also take durable runs (POST /api/runs) and run them as a worker of the "
+            "[durable] queue (serve.durable; needs fncore-agents[durable])"
+        ),
+    )
     _add_agent(serve)
     _add_shared(serve, top=False)
 
@@ -361,7 +370,12 @@ def _resume(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
 def _serve(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     export_from_environment()
     serve_command(
-        config=args.config, settings=settings, host=args.host, port=args.port, ref=args.agent
+        config=args.config,
+        settings=settings,
+        host=args.host,
+        port=args.port,
+        ref=args.agent,
+        durable=args.durable,
     )
     return EXIT_OK
 

@@ -5,7 +5,9 @@ The agent and uvicorn share the command's event loop. uvicorn stops gracefully o
 (Ctrl-C) as an interrupt. uvicorn's own log records print as one line each, never with a
 traceback. Without ``[serve] keys`` only a loopback address is served; with keys, any.
 After ``SIGTERM`` the server stops accepting, and requests in flight have
-``[serve] drain_seconds`` to finish (uvicorn's ``timeout_graceful_shutdown``).
+``[serve] drain_seconds`` to finish (uvicorn's ``timeout_graceful_shutdown``). With
+``--durable`` (``[serve] durable = true``) the app takes durable runs, and the server is a
+worker of the ``[durable]`` queue: the runtime launches with the app, on the same loop.
 """
 
 from __future__ import annotations
@@ -19,15 +21,20 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from fncore import ConfigError
+from fncore._config_secrets import reveal
 from fncore._distribution import install_hint
 from fncore.cli._commands import chosen_agent, opened, to_stderr
 from fncore.cli._errors import CommandFailed
+from fncore.settings import DurableSettings
 
 if TYPE_CHECKING:
     import socket
 
     from starlette.applications import Starlette
 
+    from fncore.container import Container
+    from fncore.durable import DurableRuntime
+    from fncore.runtime import Agent
     from fncore.serve import ServeSettings
 
 _SERVE_MODULES = frozenset({"uvicorn", "starlette", "sse_starlette"})
@@ -164,6 +171,23 @@ def _settings(serve: Any) -> ServeSettings:
         raise ConfigError(msg) from None
 
 
+def _durable(container: Container, agent: Agent[Any]) -> DurableRuntime:
+    """The runtime of the served agent's durable runs, from the ``[durable]`` section.
+
+    Raises:
+        ConfigError: without the ``durable`` extra.
+    """
+    try:
+        from fncore.durable import DurableRuntime
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] != "dbos":
+            raise
+        msg = f"fncore serve --durable needs the durable extra: {install_hint('durable')}"
+        raise ConfigError(msg) from None
+    section = reveal(container.config.durable() or {})
+    return DurableRuntime([agent], DurableSettings.model_validate(section))
+
+
 def serve_command(
     *,
     config: str | None,
@@ -171,10 +195,12 @@ def serve_command(
     host: str | None = None,
     port: int | None = None,
     ref: str | None = None,
+    durable: bool | None = None,
 ) -> None:
     """``fncore serve``: serve the chosen agent (`chosen_agent`) until a signal stops it.
 
-    ``host`` and ``port`` (the flags) win over ``[serve] host`` and ``port``.
+    ``host``, ``port`` and ``durable`` (the flags) win over ``[serve] host``, ``port`` and
+    ``durable``.
 
     Raises:
         ConfigError: for bad configuration, a host that is not a loopback address, or
@@ -197,8 +223,9 @@ def serve_command(
                 "127.0.0.1, ::1 or localhost"
             )
             raise ConfigError(msg)
+        runtime = _durable(container, agent) if (durable or serve.durable()) else None
         async with opened(container, agent):
-            app = create_app(agent, served)
+            app = create_app(agent, served, durable=runtime)
             await _run(app, uvicorn, chosen_host, chosen_port, serve.drain_seconds())
 
     with _uvicorn_lines(), _sigterm_ends_cleanly():

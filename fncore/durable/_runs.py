@@ -8,8 +8,8 @@ module calls, so one `RunsView` over either does the mapping once.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, final
 
 from dbos import StepInfo, WorkflowStatus
@@ -82,6 +82,8 @@ class DurableRunInfo:
     """What it failed with (one line), if it did."""
     stop_reason: str | None
     """How the reply ended (``completed``, ``paused``, ...), once it did."""
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    """The metadata it was started with (``ctx.run.metadata``: its tenant, say)."""
 
 
 class Source(Protocol):
@@ -99,19 +101,21 @@ def _one_line(value: object) -> str:
     return text or type(value).__name__
 
 
-def _input(status: WorkflowStatus) -> tuple[str | None, str | None]:
-    """The agent name and session id in a run's input (``fncore.run``'s arguments)."""
+def _input(status: WorkflowStatus) -> tuple[str | None, str | None, Mapping[str, object]]:
+    """The agent name, session id and metadata in a run's input (``fncore.run``'s arguments)."""
     args: Sequence[object] = (status.input or {"args": ()}).get("args", ())
     agent, session_id = (args[0], args[2]) if len(args) > 2 else (None, None)
+    metadata = getattr(args[3], "metadata", None) if len(args) > 3 else None  # Start, Resume
     return (
         agent if isinstance(agent, str) else None,
         session_id if isinstance(session_id, str) else None,
+        metadata if isinstance(metadata, dict) else {},
     )
 
 
 def run_info(status: WorkflowStatus, steps: tuple[StepRecord, ...] = ()) -> DurableRunInfo:
     """A `DurableRunInfo` from DBOS's status of the workflow (and its steps)."""
-    agent, session_id = _input(status)
+    agent, session_id, metadata = _input(status)
     output = error = stop_reason = None
     outcome = status.output
     if isinstance(outcome, Success):
@@ -135,6 +139,7 @@ def run_info(status: WorkflowStatus, steps: tuple[StepRecord, ...] = ()) -> Dura
         output=output,
         error=error,
         stop_reason=stop_reason,
+        metadata=metadata,
     )
 
 

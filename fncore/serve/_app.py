@@ -13,7 +13,8 @@ Routes::
 and the inspection routes of `fncore.serve._inspect` (``/api/sessions``, ``/api/stack``,
 ``/api/tools``, ``/readyz``), ``POST /ag-ui`` of `fncore.serve._agui`, the approvals API of
 `fncore.serve._approvals` (``/api/approvals``), the runs log of `fncore.serve._runs`
-(``/api/runs``) and the web console of `fncore.serve._console` (``/``).
+(``/api/runs``) with the durable runs of `fncore.serve._durable_runs` (``POST /api/runs``)
+and the web console of `fncore.serve._console` (``/``).
 
 With `ServeSettings.keys`, every route but ``/healthz``, ``/readyz`` and the console's
 static files needs ``Authorization: Bearer KEY`` (`fncore.serve._auth`), each run gets
@@ -36,7 +37,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic_core import to_json
 from returns.result import Failure
@@ -56,6 +57,7 @@ from fncore.serve._agui import agui_routes
 from fncore.serve._approvals import approval_routes
 from fncore.serve._auth import auth_middleware, run_metadata, session_key, tenant_of
 from fncore.serve._console import console_routes
+from fncore.serve._durable_runs import DurableRuns
 from fncore.serve._inspect import inspection_routes
 from fncore.serve._runs import RunsLog, runs_routes
 from fncore.serve._settings import ServeSettings
@@ -69,6 +71,9 @@ from fncore.serve._wire import (
     parse_request,
     paused_body,
 )
+
+if TYPE_CHECKING:
+    from fncore.durable import DurableRuntime
 
 __all__ = ["create_app"]
 
@@ -275,7 +280,11 @@ def _cors(origins: tuple[str, ...]) -> list[Middleware]:
 
 
 def create_app(
-    agent: Agent[Any], settings: ServeSettings | None = None, *, runs: RunsLog | None = None
+    agent: Agent[Any],
+    settings: ServeSettings | None = None,
+    *,
+    runs: RunsLog | None = None,
+    durable: DurableRuntime | None = None,
 ) -> Starlette:
     """An ASGI app that serves ``agent`` through OpenAI's chat-completions API.
 
@@ -297,6 +306,9 @@ def create_app(
         runs: The log of recent runs behind ``/api/runs`` and the console (default: a
             `RunsLog` of the last ``settings.runs_kept`` runs, spans from the global tracer
             provider).
+        durable: The runtime of durable runs (``POST /api/runs``), serving ``agent``: the
+            app's lifespan launches it and shuts it down, and the server is a worker of its
+            queue (default: none; ``POST /api/runs`` answers 501).
 
     Returns:
         The Starlette app.
@@ -311,10 +323,11 @@ def create_app(
     settings = settings or ServeSettings()
     runs_log = RunsLog(settings.runs_kept) if runs is None else runs
     endpoints = _ChatCompletions(agent, settings, runs_log)
+    durable_runs = DurableRuns(agent, durable, endpoints._body)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with agent:
+        async with agent, durable_runs.launched():
             yield
 
     return Starlette(
@@ -325,7 +338,7 @@ def create_app(
             *inspection_routes(agent),
             *agui_routes(agent, endpoints._body, settings.max_messages, run_metadata, runs_log),
             *approval_routes(agent, run_metadata, runs_log),
-            *runs_routes(runs_log),
+            *runs_routes(runs_log, durable_runs),
             *console_routes(),
         ],
         middleware=[*_cors(settings.cors_origins), *auth_middleware(settings.key_tenants())],

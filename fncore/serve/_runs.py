@@ -2,9 +2,11 @@
 
 Routes::
 
-    GET /api/runs        the recorded runs, newest first: id, endpoint, session, tenant,
-                         start time, duration, outcome and usage
-    GET /api/runs/{id}   one run, with its spans (404 once it has left the log)
+    GET  /api/runs        the recorded runs, newest first: id, endpoint, session, tenant,
+                          start time, duration, outcome and usage
+    GET  /api/runs/{id}   one run, with its spans (404 once it has left the log); an id the
+                          log does not hold is looked up among the durable runs
+    POST /api/runs        queue a durable run (`fncore.serve._durable_runs`)
 
 With keys, each tenant sees only its own runs (another's is a 404, as a run that left the
 log is), and their sessions by its own names (`fncore.serve._auth.client_name`).
@@ -42,6 +44,7 @@ from starlette.routing import Route
 
 from fncore.core import RunOutcome
 from fncore.serve._auth import client_name, tenant_of
+from fncore.serve._durable_runs import DurableRuns
 from fncore.serve._wire import error_body
 
 __all__ = ["RUNS_KEPT", "Recording", "RunsLog", "runs_routes"]
@@ -238,8 +241,13 @@ class RunsLog:
         return {**run.summary(), "spans": sorted(run.spans, key=_start)}
 
 
-def runs_routes(runs: RunsLog) -> list[Route]:
-    """The routes of ``GET /api/runs`` and ``GET /api/runs/{id}``."""
+def runs_routes(runs: RunsLog, durable: DurableRuns | None = None) -> list[Route]:
+    """The routes of ``GET /api/runs`` and ``GET /api/runs/{id}``.
+
+    With ``durable``, ``POST /api/runs`` too, and ``GET /api/runs/{id}`` of an id the log
+    does not hold answers from the durable runs.
+    """
+    where = "" if durable is None or not durable.enabled else ", nor among the durable runs"
 
     def named(request: Request, run: dict[str, object]) -> dict[str, object]:
         """``run`` with its session under the caller's name for it."""
@@ -256,13 +264,20 @@ def runs_routes(runs: RunsLog) -> list[Route]:
     async def one(request: Request) -> Response:
         run_id: str = request.path_params["run_id"]
         run = runs.get(run_id, tenant_of(request))
+        if run is None and durable is not None:
+            answer = await durable.answer(request, run_id)
+            if answer is not None:
+                return answer
         if run is None:
-            msg = f"no run {run_id!r} in the log (it keeps the last {runs.limit})"
+            msg = f"no run {run_id!r} in the log (it keeps the last {runs.limit}){where}"
             body = error_body(msg, "invalid_request_error", code="not_found")
             return JSONResponse(body, status_code=404)
         return JSONResponse(named(request, run))
 
-    return [
+    routes = [
         Route("/api/runs", recent, methods=["GET"]),
         Route("/api/runs/{run_id}", one, methods=["GET"]),
     ]
+    if durable is not None:
+        routes.append(Route("/api/runs", durable.submit, methods=["POST"]))
+    return routes
