@@ -32,6 +32,7 @@ from fncore.core import (
     StateKey,
     Terminate,
 )
+from fncore.core._fold import checks_itself, raised
 from fncore.core._position_names import REASONING, RUN
 from fncore.middleware._place import place
 from fncore.shared_stores import SharedStore
@@ -92,18 +93,22 @@ def register_last_round(
     """
     wrapped = StateKey(f"{name}.last_round", default=bool)
 
+    @checks_itself(REASONING, name)
     async def decide(ctx: ReasoningContext, call_next: ReasoningNext) -> Outcome[ModelResponse]:
-        said = verdict(ctx)
-        if not isinstance(said, str):
-            said = await said
-        if said != "go":
-            state = ctx.run.state
-            if said == "stop" or state.get(wrapped):
-                return Failure(Terminate(message))
-            state.set(wrapped, True)
-            hinted = (*ctx.messages, Message.user(hint))
-            ctx = replace(ctx, messages=hinted, tools=(), tool_choice="none")
-        return await call_next(ctx)
+        try:
+            said = verdict(ctx)
+            if not isinstance(said, str):
+                said = await said
+            if said != "go":
+                state = ctx.run.state
+                if said == "stop" or state.get(wrapped):
+                    return Failure(Terminate(message))
+                state.set(wrapped, True)
+                hinted = (*ctx.messages, Message.user(hint))
+                ctx = replace(ctx, messages=hinted, tools=(), tool_choice="none")
+            return await call_next(ctx)
+        except Exception as exc:
+            return raised(REASONING, name, exc)
 
     if turn is None:
         registry.on(REASONING, name=name, **place(builtin))(decide)

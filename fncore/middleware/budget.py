@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +47,7 @@ from fncore.core import (
     StateKey,
     Usage,
 )
+from fncore.core._fold import checks_itself, raised
 from fncore.core._position_names import MODEL_CALL, REASONING
 from fncore.middleware._checked import Seconds, checked
 from fncore.middleware._place import place
@@ -310,40 +312,44 @@ class _Spender:
         self, ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
         """At ``model_call``: spend what the call's answer used (refuse it when spent)."""
-        run = ctx.run
-        prices = self.prices
-        requested = ctx.model.name
-        if prices and requested not in prices:
-            known = ", ".join(sorted(prices))
-            return Failure(
-                MiddlewareError(
-                    message=(
-                        f"no price for model {requested!r} (priced: {known}): add it to "
-                        "prices, or its cost could not be counted; nothing was sent"
-                    ),
-                    position=MODEL_CALL,
-                    middleware=self.name,
+        try:
+            run = ctx.run
+            prices = self.prices
+            requested = ctx.model.name
+            if prices and requested not in prices:
+                known = ", ".join(sorted(prices))
+                return Failure(
+                    MiddlewareError(
+                        message=(
+                            f"no price for model {requested!r} (priced: {known}): add it to "
+                            "prices, or its cost could not be counted; nothing was sent"
+                        ),
+                        position=MODEL_CALL,
+                        middleware=self.name,
+                    )
                 )
-            )
-        if self.refuse:
-            books = self.books
-            over = books.over_here(run) if books.stored is None else await books.over(run)
-            if over is not None:
-                return Failure(_exceeded(*over, self.name))
-        outcome = await call_next(ctx)
-        if type(outcome) is Success:
-            response = outcome.unwrap()
-            usage = response.usage
-            tokens = (
-                self.input_weight * usage.input_tokens + self.output_weight * usage.output_tokens
-            )
-            price = _price(prices, response.model_name, requested) if prices else None
-            cost = 0.0 if price is None else price.cost(usage)
-            books = self.books
-            books.spend_here(run, tokens, cost)
-            if books.stored is not None:
-                await books.stored.spend(run, tokens, cost)
-        return outcome
+            if self.refuse:
+                books = self.books
+                over = books.over_here(run) if books.stored is None else await books.over(run)
+                if over is not None:
+                    return Failure(_exceeded(*over, self.name))
+            outcome = await call_next(ctx)
+            if type(outcome) is Success:
+                response = outcome.unwrap()
+                usage = response.usage
+                tokens = (
+                    self.input_weight * usage.input_tokens
+                    + self.output_weight * usage.output_tokens
+                )
+                price = _price(prices, response.model_name, requested) if prices else None
+                cost = 0.0 if price is None else price.cost(usage)
+                books = self.books
+                books.spend_here(run, tokens, cost)
+                if books.stored is not None:
+                    await books.stored.spend(run, tokens, cost)
+            return outcome
+        except Exception as exc:
+            return raised(MODEL_CALL, self.name, exc)
 
 
 @checked
@@ -445,7 +451,8 @@ def budget(
         register_last_round(registry, "budget", name, verdict, hint, message, turn)
     elif turn is not None:
         registry.on(REASONING, name=name, **where)(_Turns(turn).take_turns)
-    registry.on(MODEL_CALL, name=name, **where)(spender.spend_budget)
+    spend = checks_itself(MODEL_CALL, name)(partial(_Spender.spend_budget, spender))
+    registry.on(MODEL_CALL, name=name, **where)(spend)
     return registry
 
 

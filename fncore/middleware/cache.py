@@ -53,6 +53,7 @@ from fncore.core import (
     ToolCallStarted,
     ToolResult,
 )
+from fncore.core._fold import checks_itself, raised
 from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._cache_json import (
     NO_USAGE,
@@ -108,9 +109,10 @@ class _Cache(Generic[_T]):
         self._kept = kept
         # a key being looked up (and called) by a leader: the future its followers wait on
         self._flights: PerLoop[asyncio.Future[Any] | None] = PerLoop()
-        from opentelemetry import trace  # imported when used
+        from opentelemetry import context, trace  # imported when used
 
-        self._current_span = trace.get_current_span
+        self._current_context = context.get_current
+        self._span_in = trace.get_current_span
 
     def _read(self, local: MemoryStore, key: str) -> _T | None:
         try:
@@ -162,12 +164,16 @@ class _Cache(Generic[_T]):
         The mark (`HIT_ATTRIBUTE`) is set before the call on a miss, while the span the
         call's attempts copy it to (``trace``'s stand-in for the model call) still can.
         """
-        span = self._current_span()
+        # the current span, if any: an empty OpenTelemetry context holds none (a run with
+        # no tracing), where looking the span up gives a span that records nothing
+        otel = self._current_context()
+        span = self._span_in(otel) if otel else None
         local = self._local
         if local is not None:  # read without an await: nothing can change meanwhile
             shared = self._read(local, key)
             if shared is not None:
-                span.set_attribute(HIT_ATTRIBUTE, True)
+                if span is not None:
+                    span.set_attribute(HIT_ATTRIBUTE, True)
                 return Success(shared), True
         flights = self._flights.here()
         if key in flights:
@@ -177,7 +183,8 @@ class _Cache(Generic[_T]):
         try:
             if local is None:
                 shared = await self._get(key)
-            span.set_attribute(HIT_ATTRIBUTE, shared is not None)
+            if span is not None:
+                span.set_attribute(HIT_ATTRIBUTE, shared is not None)
             if shared is not None:
                 return Success(shared), True
             outcome = await call(ctx)
@@ -199,14 +206,15 @@ class _Cache(Generic[_T]):
         call: Callable[[_C], Awaitable[Outcome[_T]]],
         ctx: _C,
         flights: dict[str, asyncio.Future[Any] | None],
-        span: Span,
+        span: Span | None,
     ) -> tuple[Outcome[_T], bool]:
         """Wait for the leader of ``key``: its answer, or a call of one's own if it has none."""
         waiting = flights[key]
         if waiting is None:
             waiting = flights[key] = asyncio.get_running_loop().create_future()
         shared = await asyncio.shield(waiting)
-        span.set_attribute(HIT_ATTRIBUTE, shared is not None)
+        if span is not None:
+            span.set_attribute(HIT_ATTRIBUTE, shared is not None)
         return (Success(shared), True) if shared is not None else (await call(ctx), False)
 
 
@@ -285,19 +293,23 @@ def cache(
         )
 
         @registry.on(MODEL_CALL, name=name, **place("cache"))
+        @checks_itself(MODEL_CALL, name)
         async def cached_model_call(
             ctx: ModelCallContext, call_next: ModelCallNext
         ) -> Outcome[ModelResponse]:
-            request = ctx.request
-            temperature = request.settings.temperature
-            if temperature is not None and temperature > 0 and not sampled:
-                return await call_next(ctx)
             try:
-                key = f"{prefix}model:{request_key(request, ctx.model.name, digests)}"
-            except Unkeyable as exc:
-                return Failure(_unkeyable(exc, MODEL_CALL, name))
-            outcome, hit = await responses.answer(key, call_next, ctx)
-            return _replayed(ctx, outcome.unwrap()) if hit else outcome
+                request = ctx.request
+                temperature = request.settings.temperature
+                if temperature is not None and temperature > 0 and not sampled:
+                    return await call_next(ctx)
+                try:
+                    key = f"{prefix}model:{request_key(request, ctx.model.name, digests)}"
+                except Unkeyable as exc:
+                    return Failure(_unkeyable(exc, MODEL_CALL, name))
+                outcome, hit = await responses.answer(key, call_next, ctx)
+                return _replayed(ctx, outcome.unwrap()) if hit else outcome
+            except Exception as exc:
+                return raised(MODEL_CALL, name, exc)
 
     if tools:
         results = _Cache(kept, ttl, encode_result, decode_result, _keeps_result, kept_result)

@@ -45,6 +45,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._fold import checks_itself, raised
 from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._checked import checked
 from fncore.middleware._place import place
@@ -284,17 +285,21 @@ def _register_model_calls(
     in_store = any(c.store is not None for c in counters)
 
     @registry.on(MODEL_CALL, name=name, **place("limit_calls"))
+    @checks_itself(MODEL_CALL, name)
     async def limit_model_calls(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
-        full = _count_here(counters, ctx.run)
-        if full is None and in_store:
-            full = await _count_stored(counters, ctx.run)
-        if full is None:
-            return await call_next(ctx)
-        if exit == "error":
-            return Failure(_exceeded(full, "a model call", name, MODEL_CALL))
-        return Failure(Terminate(message))
+        try:
+            full = _count_here(counters, ctx.run)
+            if full is None and in_store:
+                full = await _count_stored(counters, ctx.run)
+            if full is None:
+                return await call_next(ctx)
+            if exit == "error":
+                return Failure(_exceeded(full, "a model call", name, MODEL_CALL))
+            return Failure(Terminate(message))
+        except Exception as exc:
+            return raised(MODEL_CALL, name, exc)
 
 
 def _register_tool_calls(

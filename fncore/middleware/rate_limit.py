@@ -49,6 +49,7 @@ from fncore.core import (
     ToolResultPart,
     ToolSpec,
 )
+from fncore.core._fold import checks_itself, raised
 from fncore.core._position_names import MODEL_CALL
 from fncore.middleware._checked import SomeSeconds, checked
 from fncore.middleware._memo import ByIdentity
@@ -509,48 +510,52 @@ def rate_limit(
     local = rates.windows if isinstance(rates, _Local) else None
 
     @registry.on(MODEL_CALL, name=name, **place("rate_limit"))
+    @checks_itself(MODEL_CALL, name)
     async def rate_limited(
         ctx: ModelCallContext, call_next: ModelCallNext
     ) -> Outcome[ModelResponse]:
-        model = ctx.model.name
-        slot = deadline = None
-        if max_concurrent is not None:
-            deadline = time.monotonic() + max_wait  # the wait for a slot counts in it
-            slot = rates.slots(model, max_concurrent)
-            if not await _take(slot, max_wait):
-                return Failure(rates.exceeded(model, "max_concurrent", None))
         try:
-            reserved = 0
-            if tokens is not None:
-                request = ctx.request
-                answer = request.settings.max_tokens
-                reserved = _estimate(request, history) + (
-                    output_reserve if answer is None else answer
-                )
-                if reserved > tokens:
-                    return Failure(_too_big(rates, model, reserved, tokens))
-            if not counted:
-                return await call_next(ctx)
-            # In memory, take without an await first; wait (`admit`) only on a refusal.
-            taken = local.take(model, reserved) if local is not None else None
-            if taken is None or isinstance(taken, Refusal):
-                if deadline is None:
-                    deadline = time.monotonic() + max_wait
-                admitted = await rates.admit(model, reserved, deadline)
-                if isinstance(admitted, RateLimitExceeded):
-                    return Failure(admitted)
-                taken = admitted
-            window = taken
-            if tokens is None:
-                return await call_next(ctx)
-            outcome = await call_next(ctx)
-            if local is not None:
-                local.settle(model, reserved, window, _used(outcome))
-            else:
-                await rates.settle(model, reserved, window, outcome)
-            return outcome
-        finally:
-            if slot is not None:
-                slot.release()
+            model = ctx.model.name
+            slot = deadline = None
+            if max_concurrent is not None:
+                deadline = time.monotonic() + max_wait  # the wait for a slot counts in it
+                slot = rates.slots(model, max_concurrent)
+                if not await _take(slot, max_wait):
+                    return Failure(rates.exceeded(model, "max_concurrent", None))
+            try:
+                reserved = 0
+                if tokens is not None:
+                    request = ctx.request
+                    answer = request.settings.max_tokens
+                    reserved = _estimate(request, history) + (
+                        output_reserve if answer is None else answer
+                    )
+                    if reserved > tokens:
+                        return Failure(_too_big(rates, model, reserved, tokens))
+                if not counted:
+                    return await call_next(ctx)
+                # In memory, take without an await first; wait (`admit`) only on a refusal.
+                taken = local.take(model, reserved) if local is not None else None
+                if taken is None or isinstance(taken, Refusal):
+                    if deadline is None:
+                        deadline = time.monotonic() + max_wait
+                    admitted = await rates.admit(model, reserved, deadline)
+                    if isinstance(admitted, RateLimitExceeded):
+                        return Failure(admitted)
+                    taken = admitted
+                window = taken
+                if tokens is None:
+                    return await call_next(ctx)
+                outcome = await call_next(ctx)
+                if local is not None:
+                    local.settle(model, reserved, window, _used(outcome))
+                else:
+                    await rates.settle(model, reserved, window, outcome)
+                return outcome
+            finally:
+                if slot is not None:
+                    slot.release()
+        except Exception as exc:
+            return raised(MODEL_CALL, name, exc)
 
     return registry

@@ -43,6 +43,7 @@ from fncore.core import (
     ToolCallNext,
     ToolResult,
 )
+from fncore.core._fold import checks_itself, raised
 from fncore.core._position_names import MODEL_CALL, TOOL_CALL
 from fncore.middleware._checked import Seconds, SomeSeconds, checked
 from fncore.middleware._emitted import Emitted
@@ -234,29 +235,33 @@ def retry(
     registry = Registry()
 
     @registry.on(MODEL_CALL, name=name, **place("retry"))
+    @checks_itself(MODEL_CALL, name)
     async def retrying(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
-        started = time.monotonic()
-        model = ctx.model
-        if isinstance(model, ProviderModel):
-            ctx = replace(ctx, model=model.without_sdk_retries())
-        watch: Emitted | None = None
-        if ctx.run.emit is not None:
-            watch = Emitted()
-            ctx = ctx.map_events(watch)
-        outcome = await call_next(ctx)
-        if type(outcome) is Success or max_attempts == 1:
-            return outcome
+        try:
+            started = time.monotonic()
+            model = ctx.model
+            if isinstance(model, ProviderModel):
+                ctx = replace(ctx, model=model.without_sdk_retries())
+            watch: Emitted | None = None
+            if ctx.run.emit is not None:
+                watch = Emitted()
+                ctx = ctx.map_events(watch)
+            outcome = await call_next(ctx)
+            if type(outcome) is Success or max_attempts == 1:
+                return outcome
 
-        def cause_of(outcome: Outcome[ModelResponse]) -> AgentError | None:
-            if watch is not None and watch.seen:  # the consumer saw part of this answer
-                return None
-            return _error_worth_it(outcome, should)
+            def cause_of(outcome: Outcome[ModelResponse]) -> AgentError | None:
+                if watch is not None and watch.seen:  # the consumer saw part of this answer
+                    return None
+                return _error_worth_it(outcome, should)
 
-        cause = cause_of(outcome)
-        if cause is None:
-            return outcome
-        first = _Again(outcome, cause, f"model call to {ctx.model.name}", max_attempts)
-        return await backoff.again(lambda: call_next(ctx), first, started, cause_of)
+            cause = cause_of(outcome)
+            if cause is None:
+                return outcome
+            first = _Again(outcome, cause, f"model call to {ctx.model.name}", max_attempts)
+            return await backoff.again(lambda: call_next(ctx), first, started, cause_of)
+        except Exception as exc:
+            return raised(MODEL_CALL, name, exc)
 
     return registry
 

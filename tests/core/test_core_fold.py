@@ -1,11 +1,12 @@
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from returns.result import Failure, Success
 
 from fncore.core import AgentError, MiddlewareError, ModelError, Outcome, Terminate
-from fncore.core._fold import chain_steps, fold_onion
+from fncore.core._fold import chain_steps, checks_itself, fold_onion
 
 Next = Callable[[int], Awaitable[Outcome[int]]]
 
@@ -299,3 +300,41 @@ def test_returns_keeps_a_containers_value_in_inner_value() -> None:
     """The fold reads ``_inner_value`` directly (a method call less per layer): pin it."""
     assert Success(1)._inner_value == 1
     assert Failure("x")._inner_value == "x"
+
+
+async def test_a_middleware_that_checks_itself_is_called_straight() -> None:
+    """Marked for its position and name, it gets no guard: its layer is a plain call."""
+
+    @checks_itself("tool_call", "mw")
+    async def mw(x: int, call_next: Next) -> Outcome[int]:
+        return await call_next(x + 1)
+
+    handler = fold_onion("tool_call", [("mw", mw)], add_one, int)
+    assert not asyncio.iscoroutinefunction(handler)
+    assert await handler(1) == Success(3)
+
+
+@pytest.mark.parametrize(
+    ("position", "name", "accepts"),
+    [
+        ("tool_call", "renamed", None),
+        ("model_call", "mw", None),
+        ("tool_call", "mw", lambda ctx, value: True),
+    ],
+)
+async def test_a_middleware_that_checks_itself_elsewhere_is_guarded(
+    position: Any, name: str, accepts: Any
+) -> None:
+    """Under another name or position, or where values get a further check: guarded."""
+
+    @checks_itself("tool_call", "mw")
+    async def mw(x: int, call_next: Next) -> Outcome[int]:
+        return None  # type: ignore[return-value]  # what a guard catches
+
+    handler = fold_onion(position, [(name, mw)], add_one, int, accepts)
+    assert asyncio.iscoroutinefunction(handler)
+    out = await handler(1)
+    assert isinstance(out, Failure)
+    error = out.failure()
+    assert isinstance(error, MiddlewareError)
+    assert (error.middleware, error.position) == (name, position)
