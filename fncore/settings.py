@@ -40,7 +40,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
-from fncore._config_secrets import hide_secrets
+from fncore._config_secrets import SecretUrl, hide_secrets
 from fncore._session_url import session_url_problem
 from fncore.core._checks import Seconds, SomeSeconds
 from fncore.core._loop import LoopSettings
@@ -49,11 +49,13 @@ __all__ = [
     "ENV_PREFIX",
     "AgentConfig",
     "ConfigError",
+    "DurableSettings",
     "MCPConfig",
     "MCPServerConfig",
     "MiddlewareEntry",
     "ModelConfig",
     "PluginsConfig",
+    "QueueRateLimit",
     "ServeConfig",
     "SessionsConfig",
     "Settings",
@@ -164,6 +166,10 @@ class MiddlewareEntry(_RedactedUrls):
     use: str
     """A built-in's name (``retry``) or ``package.module:factory``; the other keys are the
     factory's parameters, checked against its signature when the container builds it."""
+    step: bool = False
+    """Make each hook the entry registers one step of a durable run (``@hook(event,
+    step=True)``): it runs once, and not again when the run is replayed after a crash. An
+    entry registering middleware cannot (their passes are steps already, or replay)."""
 
 
 class SessionsConfig(_RedactedUrls):
@@ -249,6 +255,60 @@ class MCPConfig(BaseModel):
     """The servers, by name: ``[mcp.servers.time] command = ["mcp-server-time"]``."""
 
 
+class QueueRateLimit(BaseModel):
+    """``[durable] rate_limit``: at most ``limit`` runs start per ``period`` seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: Annotated[int, Field(ge=1)]
+    """How many runs may start in one period, over every worker."""
+    period: Seconds
+    """The period, in seconds."""
+
+
+class DurableSettings(_RedactedUrls):
+    """The ``[durable]`` section: where durable runs are kept, and how workers take them.
+
+    Read by ``fncore.durable`` (install the ``durable`` extra); nothing here imports DBOS.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: SecretStr | None = None
+    """The DBOS system database: ``sqlite:///path/durable.sqlite`` or
+    ``postgresql://user:password@host:port/database`` (one for many workers); ``None``:
+    ``durable.sqlite`` beside ``sessions.db`` in fncore's data directory. A secret: a repr
+    shows it without its password."""
+    queue: Annotated[str, Field(min_length=1)] = "fncore-runs"
+    """The queue that enqueued runs wait on."""
+    global_concurrency: Annotated[int | None, Field(ge=1)] = None
+    """The most runs of the queue running at once over every worker; ``None``: no limit."""
+    worker_concurrency: Annotated[int | None, Field(ge=1)] = None
+    """The most runs of the queue one worker runs at once; ``None``: no limit."""
+    rate_limit: QueueRateLimit | None = None
+    """``{ limit = 100, period = 60.0 }``: at most so many runs start per period."""
+    polling_interval: Seconds = 1.0
+    """Seconds between two looks at the queue."""
+    drain_timeout: SomeSeconds = 30.0
+    """After ``SIGTERM``, seconds the runs in flight may take to finish."""
+    executor_id: Annotated[str | None, Field(min_length=1)] = None
+    """This worker's identity: its runs are the ones it recovers; ``None``: one made once and
+    kept in ``worker-id`` in fncore's data directory."""
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is None:
+            return None
+        text = url.get_secret_value()
+        problem = session_url_problem(text)
+        if problem is None and text.startswith("memory:"):
+            problem = "memory:// cannot hold durable runs: use a sqlite:/// or postgresql:// URL"
+        if problem is not None:
+            raise ValueError(problem)
+        return SecretUrl(text)
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class _Load:
@@ -312,6 +372,9 @@ class Settings(_RedactedUrls, BaseSettings):
     """The MCP servers whose tools are offered."""
     serve: ServeConfig = ServeConfig()
     """Where ``fncore serve`` listens."""
+    durable: DurableSettings | None = None
+    """Durable runs (``fncore.durable``); ``None``: no ``[durable]`` table, and what runs
+    durably anyway uses `DurableSettings`' defaults."""
     app: dict[str, Any] = {}
     """Your own settings, free-form: middleware read them with ``Provide["config.app.x"]``."""
 

@@ -12,6 +12,7 @@ import pytest
 import fncore
 import fncore.adapter
 import fncore.core
+import fncore.durable
 import fncore.errors
 import fncore.events
 import fncore.middleware
@@ -100,6 +101,12 @@ MOVED = {
 }  # fmt: skip
 """The names that left the top level in this release, and where they are now."""
 
+DURABLE = {
+    "DurableClient", "DurableError", "DurableRun", "DurableRunInfo", "DurableRuntime",
+    "DurableSettings", "DurableUnavailable", "DurableUnavailableError", "StackChanged",
+    "StepRecord", "UnknownAgent", "UnknownRun",
+}  # fmt: skip
+
 TESTING = {
     "FunctionModel", "ModelFunction", "Reply", "ScriptedModel", "TestModel", "deltas",
     "tool_calls",
@@ -128,7 +135,15 @@ def test_fncore_exports_exactly_the_public_names() -> None:
     assert all(hasattr(fncore, name) for name in fncore.__all__)
 
 
-PACKAGES = [fncore, fncore.errors, fncore.events, fncore.core, fncore.adapter, fncore.middleware]
+PACKAGES = [
+    fncore,
+    fncore.errors,
+    fncore.events,
+    fncore.core,
+    fncore.adapter,
+    fncore.middleware,
+    fncore.durable,
+]
 """The modules whose ``__all__`` is derived from what they import."""
 
 
@@ -156,6 +171,14 @@ def test_all_is_what_the_module_imports(module: types.ModuleType) -> None:
         if not name.startswith("_") and not inspect.ismodule(obj)
     }
     assert set(module.__all__) - {"__version__"} == bound
+
+
+def test_durable_exports_exactly_its_names() -> None:
+    """`fncore.durable` has the runtime, the client, what they show, and their errors."""
+    assert set(fncore.durable.__all__) == DURABLE
+    assert fncore.durable.DurableRuntime.__module__ == "fncore.durable"
+    for name in ("DurableError", "DurableUnavailable", "StackChanged", "UnknownAgent"):
+        assert issubclass(getattr(fncore.durable, name), fncore.errors.AgentError), name
 
 
 def declared(prefix: str) -> set[str]:

@@ -7,10 +7,10 @@ Contexts are immutable. To change what flows inward, pass a changed copy to ``ca
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ParamSpec, TypeVar, final, overload
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar, final, overload
 
 from pydantic import BaseModel
 from returns.result import Failure
@@ -58,6 +58,30 @@ ModelCaller = Callable[
     ["RunInfo", ModelRequest, "Model | None"], Awaitable["Outcome[ModelResponse]"]
 ]
 """How a run calls its agent's model through the ``model_call`` onion (internal)."""
+
+
+class Steps(Protocol):
+    """The step boundary a durable engine gives a run (``Runner.start(..., steps=...)``).
+
+    Exported as ``fncore.runtime.Steps``, where `fncore.runtime._steps` says what the steps
+    of a run are. Steps start in the order the run reaches them, except the tool calls of
+    one round: they run concurrently, so their slots are drawn in call order (`reserve`)
+    before any starts. Every value a step returns pickles.
+    """
+
+    def reserve(self, count: int) -> Sequence[object]:
+        """``count`` opaque step slots, drawn now, in order."""
+        ...
+
+    async def step(
+        self, name: str, thunk: Callable[[], Awaitable[_T]], slot: object | None = None
+    ) -> _T:
+        """Run ``thunk`` as one recorded step (at ``slot`` if given); on replay, the record.
+
+        A ``BaseException`` that is not an ``Exception`` (a cancellation, a crash)
+        propagates, and nothing is recorded: the step runs again on replay.
+        """
+        ...
 
 
 class EventMapFailed(Exception):
@@ -120,6 +144,8 @@ class RunInfo:
     otherwise."""
     _caller: ModelCaller | None = field(default=None, repr=False, compare=False)
     _resume: Resume | None = field(default=None, repr=False, compare=False)
+    _steps: Steps | None = field(default=None, repr=False, compare=False)
+    """A durable run's step boundary (`Steps`); ``None`` for any other run."""
 
     def decision(self, call_id: str) -> Decision | None:
         """The decision a human took on request ``call_id`` of a paused run, if any.

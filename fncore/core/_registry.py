@@ -6,9 +6,8 @@ unit test can call directly. Nothing runs at registration; the stack is built la
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar, final, get_args, overload
 
 from fncore.core._checks import timeout_problem
@@ -34,6 +33,7 @@ from fncore.core._positions import (
     ToolEndHook,
     ToolStartHook,
 )
+from fncore.core._registration_checks import _name_of, check_signature, not_a_step
 from fncore.core._tools import Tool, ToolFunction
 
 __all__ = [
@@ -123,6 +123,8 @@ class HookRegistration:
     """Its name, for warnings."""
     timeout: float | None
     """Seconds before it is skipped (``None``: the agent's ``hook_timeout``)."""
+    step: bool = False
+    """Whether its call is one step of a durable run (it does not run again on replay)."""
 
 
 @final
@@ -134,42 +136,6 @@ class ToolSourceRegistration:
     """The function."""
     name: str
     """Its name, for errors."""
-
-
-def _name_of(fn: Callable[..., object]) -> str:
-    return getattr(fn, "__name__", None) or type(fn).__name__
-
-
-def check_signature(
-    fn: Callable[..., object], required: int, what: str, shape: str, *, is_async: bool = True
-) -> None:
-    """Raise `RegistrationError` unless ``fn`` is async and takes ``required`` arguments.
-
-    Any further parameter must have a default: it is resolved from the container at build
-    time (``Provide["name"]``) or left at its default.
-    """
-    name = _name_of(fn)
-    if is_async and not inspect.iscoroutinefunction(fn):
-        msg = f"{what} {name!r} must be an async function: write `async def {name}{shape}`"
-        raise RegistrationError(msg)
-    if not is_async and inspect.iscoroutinefunction(fn):
-        msg = f"{what} {name!r} must be a plain function, not async: write `def {name}{shape}`"
-        raise RegistrationError(msg)
-    params = list(inspect.signature(fn).parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    no_default = [
-        p
-        for p in params
-        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    if len(positional) < required or len(no_default) != required:
-        got = ", ".join(p.name for p in params) or "nothing"
-        msg = (
-            f"{what} {name!r} takes ({got}) but must take exactly {required} argument(s): "
-            f"`async def {name}{shape}`; give any extra parameter a default such as "
-            '`Provide["name"]` to have it injected from the container'
-        )
-        raise RegistrationError(msg)
 
 
 @final
@@ -246,6 +212,7 @@ class Registry:
         after: Names = (),
         soft: bool = False,
         builtin: str | None = None,
+        step: bool = False,
     ) -> Callable[[_Run], _Run]: ...
     @overload
     def on(
@@ -258,6 +225,7 @@ class Registry:
         after: Names = (),
         soft: bool = False,
         builtin: str | None = None,
+        step: bool = False,
     ) -> Callable[[_Reasoning], _Reasoning]: ...
     @overload
     def on(
@@ -270,6 +238,7 @@ class Registry:
         after: Names = (),
         soft: bool = False,
         builtin: str | None = None,
+        step: bool = False,
     ) -> Callable[[_ModelCall], _ModelCall]: ...
     @overload
     def on(
@@ -283,6 +252,7 @@ class Registry:
         tools: Names | None = None,
         soft: bool = False,
         builtin: str | None = None,
+        step: bool = False,
     ) -> Callable[[_ToolCall], _ToolCall]: ...
     @overload
     def on(
@@ -295,6 +265,7 @@ class Registry:
         after: Names = (),
         soft: bool = False,
         builtin: str | None = None,
+        step: bool = False,
     ) -> Callable[[_Compress], _Compress]: ...
     @overload
     def on(
@@ -307,6 +278,7 @@ class Registry:
         after: Names = (),
         soft: bool = False,
         builtin: str | None = None,
+        step: bool = False,
     ) -> Callable[[_SystemPrompt], _SystemPrompt]: ...
     def on(
         self,
@@ -319,6 +291,7 @@ class Registry:
         tools: Names | None = None,
         soft: bool = False,
         builtin: str | None = None,
+        step: bool = False,
     ) -> Callable[[_Fn], _Fn]:
         """Register the decorated async function as middleware at ``position``.
 
@@ -335,10 +308,13 @@ class Registry:
             builtin: Set by fncore's built-ins only: which built-in this is. Their
                 ``before``/``after`` then name built-ins, matched by this, not by name (see
                 `Registration.builtin`).
+            step: Refused: only a hook's call can be made one step of a durable run
+                (``@hook(event, step=True)``); a middleware's pass either is a step already
+                (``model_call``, ``tool_call``) or runs again on replay.
 
         Raises:
             RegistrationError: for an unknown position, a wrong signature, a duplicate name,
-                or a tool filter outside ``tool_call``.
+                a tool filter outside ``tool_call``, or ``step=True``.
         """
 
         def decorate(fn: _Fn) -> _Fn:
@@ -347,6 +323,8 @@ class Registry:
             if info is None:
                 msg = f"{where}: unknown position {position!r}; use one of: {', '.join(POSITIONS)}"
                 raise RegistrationError(msg)
+            if step:
+                raise RegistrationError(f"{where}: {not_a_step(position)}")
             if order is not None and order not in ("outermost", "innermost"):
                 msg = f"{where}: order must be 'outermost' or 'innermost', not {order!r}"
                 raise RegistrationError(msg)
@@ -400,11 +378,21 @@ class Registry:
 
     @overload
     def hook(
-        self, event: Literal["run_start"], *, timeout: float | None = None, name: str | None = None
+        self,
+        event: Literal["run_start"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_RunStartH], _RunStartH]: ...
     @overload
     def hook(
-        self, event: Literal["run_end"], *, timeout: float | None = None, name: str | None = None
+        self,
+        event: Literal["run_end"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_RunEndH], _RunEndH]: ...
     @overload
     def hook(
@@ -413,22 +401,43 @@ class Registry:
         *,
         timeout: float | None = None,
         name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_RoundStartH], _RoundStartH]: ...
     @overload
     def hook(
-        self, event: Literal["tool_start"], *, timeout: float | None = None, name: str | None = None
+        self,
+        event: Literal["tool_start"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_ToolStartH], _ToolStartH]: ...
     @overload
     def hook(
-        self, event: Literal["tool_end"], *, timeout: float | None = None, name: str | None = None
+        self,
+        event: Literal["tool_end"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_ToolEndH], _ToolEndH]: ...
     @overload
     def hook(
-        self, event: Literal["compaction"], *, timeout: float | None = None, name: str | None = None
+        self,
+        event: Literal["compaction"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_CompactionH], _CompactionH]: ...
     @overload
     def hook(
-        self, event: Literal["error"], *, timeout: float | None = None, name: str | None = None
+        self,
+        event: Literal["error"],
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_ErrorH], _ErrorH]: ...
     @overload
     def hook(
@@ -437,6 +446,7 @@ class Registry:
         *,
         timeout: float | None = None,
         name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_SubagentStartH], _SubagentStartH]: ...
     @overload
     def hook(
@@ -445,14 +455,23 @@ class Registry:
         *,
         timeout: float | None = None,
         name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_SubagentEndH], _SubagentEndH]: ...
     def hook(
-        self, event: HookEventName, *, timeout: float | None = None, name: str | None = None
+        self,
+        event: HookEventName,
+        *,
+        timeout: float | None = None,
+        name: str | None = None,
+        step: bool = False,
     ) -> Callable[[_Fn], _Fn]:
         """Register the decorated async function as an observer of ``event``.
 
         Hooks see events but change nothing. One that takes longer than ``timeout`` seconds
-        (default: the agent's ``hook_timeout``) or raises is skipped with a warning.
+        (default: the agent's ``hook_timeout``) or raises is skipped with a warning. With
+        ``step=True`` its call is one step of a durable run, named ``<event>:<name>``: it
+        runs once, and not again when the run is replayed after a crash (outside a durable
+        run the flag changes nothing).
 
         Raises:
             RegistrationError: for an unknown event or a wrong signature.
@@ -468,7 +487,7 @@ class Registry:
                 msg = f"{problem} (or None for the agent's hook_timeout)"
                 raise RegistrationError(msg)
             check_signature(fn, 1, f"{event} hook", "(event)")
-            self._hooks.append(HookRegistration(event, fn, name or _name_of(fn), timeout))
+            self._hooks.append(HookRegistration(event, fn, name or _name_of(fn), timeout, step))
             return fn
 
         return decorate
@@ -524,6 +543,24 @@ class Registry:
         check_signature(function, 0, "tool source", "()", is_async=False)
         self._sources.append(ToolSourceRegistration(function, _name_of(function)))
         return function
+
+    def hooks_as_steps(self) -> Registry:
+        """A copy whose hooks are registered with ``step=True`` (``[[middleware]] step = true``).
+
+        Raises:
+            RegistrationError: if it holds middleware (only a hook's call can be a step), or
+                no hook.
+        """
+        for reg in self._middleware:
+            msg = f"step = true: middleware {reg.name!r}: {not_a_step(reg.position)}"
+            raise RegistrationError(msg)
+        if not self._hooks:
+            msg = "step = true makes hooks steps of a durable run, and this registers no hook"
+            raise RegistrationError(msg)
+        copy = Registry()
+        copy.include(self)
+        copy._hooks = [replace(h, step=True) for h in self._hooks]
+        return copy
 
     def include(self, other: Registry) -> None:
         """Add everything ``other`` registered (a library's or plugin's registry).

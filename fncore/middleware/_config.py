@@ -176,6 +176,7 @@ def build_middleware(
     for index, entry in enumerate(entries):
         params = dict(entry)
         use = params.pop("use", None)
+        step = params.pop("step", False)
         where = f"config key 'middleware[{index}]' (use = {use!r})"
         try:
             if not isinstance(use, str) or not use:
@@ -188,7 +189,10 @@ def build_middleware(
             if not isinstance(registry, Registry):
                 msg = f"the factory returned {type(registry).__name__}, not a Registry"
                 raise ConfigError(msg)
-            combined.include(registry)
+            if not isinstance(step, bool):
+                msg = f"step must be true or false, not {step!r}"
+                raise ConfigError(msg)
+            combined.include(registry.hooks_as_steps() if step else registry)
         except (ConfigError, RegistrationError) as exc:
             msg = f"{where}: {exc}"
             raise ConfigError(msg) from None

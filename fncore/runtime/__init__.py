@@ -5,6 +5,7 @@ from fncore.runtime._di import Provide, Provider, list_provider
 from fncore.runtime._mcp import MCPServer, MCPServerError
 from fncore.runtime._scope import current_metadata, current_run
 from fncore.runtime._stack import StackDescription
+from fncore.runtime._steps import Steps
 from fncore.runtime._stream import RunStream
 from fncore.session_stores._memory import InMemorySessionStore
 from fncore.session_stores._protocols import (
@@ -33,6 +34,7 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "StackDescription",
+    "Steps",
     "current_metadata",
     "current_run",
     "list_provider",

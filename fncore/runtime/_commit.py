@@ -28,6 +28,9 @@ from fncore.core._turn import session_update
 from fncore.runtime._finish import absorb, finish_waiting
 from fncore.session_stores._protocols import SessionStore
 
+RUN_KEY = "fncore.run"
+"""The session state's key naming the durable run that committed it last."""
+
 
 def store_name(store: object) -> str:
     """How error messages name a session store: its class."""
@@ -47,8 +50,11 @@ class SessionIO:
         self.commits = callable(getattr(store, "commit", None))
         """Whether the store has ``commit`` (checked once, before anything runs)."""
 
-    async def load(self, session_id: str) -> Session | SessionError:
-        """The session to continue (a new one if the store has none), or why not."""
+    async def load(self, session_id: str, plain: bool = False) -> Session | SessionError:
+        """The session to continue (a new one if the store has none), or why not.
+
+        ``plain``: as a durable run records it, its state a plain ``dict`` (so it pickles).
+        """
         store = self.store
         if not self.commits:  # checked before anything runs
             return _no_commit(store, session_id, "nothing ran")
@@ -63,7 +69,7 @@ class SessionIO:
                 session_id=session_id,
             )
         if loaded is None:
-            return Session(session_id)
+            return Session(session_id, (), {}) if plain else Session(session_id)
         found: object = loaded
         if type(found) is not Session or type(found.messages) is not tuple:
             return SessionError(
@@ -74,6 +80,8 @@ class SessionIO:
                 ),
                 session_id=session_id,
             )
+        if plain:
+            return Session(loaded.id, loaded.messages, dict(loaded.state), loaded.version)
         return loaded
 
     async def commit(
@@ -97,7 +105,11 @@ class SessionIO:
         Returns:
             ``None`` once committed; otherwise the error (nothing was saved).
         """
-        planned = session_update(session, new_input, done, run.session_state.snapshot(), checked)
+        state = run.session_state.snapshot()
+        durable = run._steps is not None
+        if durable:  # the session says which run committed it, in case that run is replayed
+            state[RUN_KEY] = run.run_id
+        planned = session_update(session, new_input, done, state, checked)
         if type(planned) is InvalidHistory:
             return planned
         update, found = planned  # type: ignore[misc]
@@ -127,9 +139,16 @@ class SessionIO:
                 absorb(cancels)
             return None
         error = _commit_error(store, session, saved, raised)
+        if durable and type(error) is SessionConflict and await self._committed(session.id, run):
+            error = None  # a replayed run's commit that landed before the crash
         if cancels:
             raise asyncio.CancelledError
         return error
+
+    async def _committed(self, session_id: str, run: RunInfo) -> bool:
+        """Whether session ``session_id`` holds the turn of durable run ``run`` already."""
+        current = await self.load(session_id)
+        return type(current) is Session and current.state.get(RUN_KEY) == run.run_id
 
 
 def _no_commit(store: object, session_id: str, outcome: str) -> SessionError:

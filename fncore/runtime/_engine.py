@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -25,8 +26,6 @@ from fncore.core import (
     ModelResponse,
     ModelSettings,
     Outcome,
-    Resume,
-    ResumePoint,
     RoundFinished,
     RoundStart,
     RoundStarted,
@@ -49,8 +48,6 @@ from fncore.core._loop import (
     LoopSettings,
     LoopState,
     NextRound,
-    Ready,
-    Rejected,
     on_response,
     on_tool_results,
     replace_history,
@@ -77,9 +74,11 @@ from fncore.runtime._halts import halted, round_halted
 from fncore.runtime._handlers import End, NamedLayer, NamedStep, Ran, handler, record
 from fncore.runtime._hooks import Hooks, notify
 from fncore.runtime._model_call import answered, ask, raised_by, sent
+from fncore.runtime._resumed_round import resumed_round
 from fncore.runtime._session_state import session_state
+from fncore.runtime._steps import model_step
 from fncore.runtime._subagent import Delegate, children_usage
-from fncore.runtime._tool_run import Halting, ToolRunner
+from fncore.runtime._tool_run import ToolRunner
 
 _request = maker(ModelRequest)
 
@@ -271,7 +270,12 @@ class Engine:
                     return assembled
                 prompt = assembled
         request = self._request(messages, tools, tool_choice, settings, prompt)
-        if self._model_layered:
+        steps = run._steps
+        if steps is not None:  # a durable run: the pass is one step
+            out = await model_step(
+                steps, f"model_call:{round_no}", partial(self._send, run, request), request
+            )
+        elif self._model_layered:
             out = await self._model_call(run, request, self.model, request)
         elif run.emit is not None:
             out = await ask(self.model, request, run.emit)
@@ -285,6 +289,12 @@ class Engine:
         if tool_choice is not choice:  # the loop follows what was sent, which a middleware changed
             return sent(out, request)
         return out
+
+    def _send(self, run: RunInfo, request: ModelRequest) -> Awaitable[Outcome[ModelResponse]]:
+        """One pass through ``model_call`` (the bare model call without middleware)."""
+        if self._model_layered:
+            return self._model_call(run, request, self.model, request)
+        return ask(self.model, request, run.emit)
 
     def _request(
         self,
@@ -344,7 +354,12 @@ class Engine:
         """
         quiet = run if run.emit is None else replace(run, emit=None)
         target = self.model if model is None else model
-        outcome = await self._model_call(quiet, request, target, None)
+        steps = run._steps
+        if steps is None:
+            outcome = await self._model_call(quiet, request, target, None)
+        else:  # a durable run: the middleware's call is one step
+            call = partial(self._model_call, quiet, request, target, None)
+            outcome = await model_step(steps, f"model_call:by:{run.calling}", call, request)
         if type(outcome) is Success:
             spend(run, outcome.unwrap().usage)
         return outcome
@@ -396,7 +411,9 @@ class Engine:
                 point.history, point.new, point.round, point.errors_in_a_row, point.usage
             )
             if point.calls is not None:
-                went_on = await self._resumed_round(run, state, point, resume)
+                went_on = await resumed_round(
+                    self.tools, self._tools_run, self.settings, run, state, point, resume
+                )
                 if type(went_on) is not LoopState:
                     return went_on
                 state = went_on
@@ -416,6 +433,10 @@ class Engine:
         tools_run = self._tools_run
         output = self.output
         direct, instructions, model = self._direct, self._instructions, self.model
+        if run._steps is not None:  # a durable run: each model and tool call is a step
+            direct = quick = False
+        else:
+            quick = emit is None
         # A fresh run's own messages, to be committed: their pairing is known when it ends.
         vouching = resume is None and session is not None and output is None
         failures = 0
@@ -502,7 +523,7 @@ class Engine:
                 continue
             calls = decision.calls
             if len(calls) == 1:
-                part = tools_run.at_once(calls[0]) if emit is None else None
+                part = tools_run.at_once(calls[0]) if quick else None
                 if part is None:  # hooks, middleware or an await: through the onion
                     part, halt = await tools_run.one(run, calls[0])
                     if halt is not None:
@@ -519,54 +540,6 @@ class Engine:
                 return success(decision.result)
             if type(decision) is Fail:
                 return Failure(decision.error)
-
-    async def _resumed_round(
-        self, run: RunInfo, state: LoopState, point: ResumePoint, resume: Resume
-    ) -> LoopState | Outcome[RunResult]:
-        """Finish the tool round a run paused in.
-
-        Its waiting calls run (the decisions are in ``run``); then what follows is decided
-        as after any tool round.
-        """
-        slots = point.calls or ()
-        results = [result for _, result in slots]
-        halts: list[Halting] = [None] * len(slots)
-        waiting: list[int] = []
-        items: list[Ready | Rejected] = []
-        for index, (call, result) in enumerate(slots):
-            if result is not None:
-                continue
-            tool = self.tools.get(call.name)
-            checked = f"Unknown tool {call.name!r}." if tool is None else tool.check(call.arguments)
-            if type(checked) is str:
-                items.append(Rejected(ToolResultPart(call.id, call.name, checked, is_error=True)))
-            else:
-                items.append(Ready(call, tool, checked))  # type: ignore[arg-type]
-            waiting.append(index)
-        if len(items) == 1:
-            part, halt = await self._tools_run.one(run, items[0])
-            ran: tuple[ToolResultPart, ...] = (part,)
-            ran_halts: tuple[Halting, ...] = (halt,)
-        elif items:
-            ran, ran_halts = await self._tools_run.many(run, tuple(items))
-        else:
-            ran, ran_halts = (), ()
-        for index, part, halt in zip(waiting, ran, ran_halts, strict=True):
-            results[index], halts[index] = part, halt
-        done: tuple[ToolResultPart, ...] = tuple(results)  # type: ignore[arg-type]
-        if any(h is not None for h in halts):
-            return round_halted(state, done, tuple(halts), point.choice)
-        if resume.after_tools is not None and items:
-            decided = replace(point, calls=tuple(zip((c for c, _ in slots), done, strict=True)))
-            error = await resume.after_tools(decided, run)
-            if error is not None:
-                return Failure(error)
-        state, decision = on_tool_results(state, done, point.choice, self.settings)
-        if type(decision) is Finish:
-            return Success(decision.result)
-        if type(decision) is Fail:
-            return Failure(decision.error)
-        return state
 
     async def _compact(
         self, run: RunInfo, round_no: int, state: LoopState, tool_choice: ToolChoice

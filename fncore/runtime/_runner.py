@@ -13,6 +13,7 @@ import itertools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from types import MappingProxyType
 from typing import final
 
@@ -59,6 +60,7 @@ from fncore.runtime._handlers import take_record
 from fncore.runtime._hooks import notify
 from fncore.runtime._scope import _CURRENT
 from fncore.runtime._session_state import session_state
+from fncore.runtime._steps import Steps
 from fncore.session_stores._protocols import CheckpointStore
 
 _EMPTY: Mapping[str, object] = MappingProxyType({})
@@ -143,8 +145,15 @@ class Runner:
         model_settings: ModelSettings | None,
         emit: Emit | None,
         shared: State | None = None,
+        *,
+        steps: Steps | None = None,
+        run_id: str | None = None,
     ) -> RunOutcome:
-        """Run a reply to ``prompt``: `Agent.run`, before its output is typed."""
+        """Run a reply to ``prompt``: `Agent.run`, before its output is typed.
+
+        A durable engine passes ``steps``, through which the run's effects pass as steps
+        (see `fncore.runtime._steps`), and ``run_id``, the run's id (its workflow's).
+        """
         stack = self.stack
         if stack.mcp is not None:
             unavailable = await stack.gather_tools()
@@ -158,7 +167,11 @@ class Runner:
         if session_id is None:
             kept = State()
         else:
-            loaded = await self.sessions.load(session_id)
+            loaded = await (
+                self.sessions.load(session_id)
+                if steps is None
+                else steps.step("session.load", partial(self.sessions.load, session_id, True))
+            )
             if type(loaded) is not Session:
                 return Failure(loaded)
             session = loaded
@@ -168,7 +181,7 @@ class Runner:
             kept = copied
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
         run = _run_info(
-            f"{_RUN_PREFIX}-{next(_run_ids)}",
+            f"{_RUN_PREFIX}-{next(_run_ids)}" if run_id is None else run_id,
             meta,
             State() if shared is None else State(parent=shared),  # no keyword: 1,000 instructions
             emit,
@@ -176,6 +189,7 @@ class Runner:
             kept,
             self.name,
             _caller=engine.call_model,
+            _steps=steps,
         )
         choice = tool_choice if tool_choice is not None else self.default_choice
         settings = model_settings if model_settings is not None else self.default_settings
@@ -191,11 +205,19 @@ class Runner:
             if type(result) is Success:
                 done: RunResult = result.unwrap()
                 if done.stop_reason == "paused":
-                    result = await self._pause(run, session, new_input, done, choice, settings)
-                elif session is not None:
-                    failed = await self.sessions.commit(
-                        session, new_input, done, run, not engine.wrapped
+                    pause = partial(self._pause, run, session, new_input, done, choice, settings)
+                    result = await (
+                        pause() if steps is None else steps.step("checkpoint.save", pause)
                     )
+                elif session is not None:
+                    checked = not engine.wrapped
+                    if steps is None:
+                        failed = await self.sessions.commit(session, new_input, done, run, checked)
+                    else:
+                        commit = partial(
+                            self.sessions.commit, session, new_input, done, run, checked
+                        )
+                        failed = await steps.step("session.commit", commit)
                     if failed is not None:
                         result = Failure(failed)
             if engine.hooks.run_end or (engine.hooks.error and type(result) is Failure):
@@ -211,8 +233,15 @@ class Runner:
         metadata: Mapping[str, object] | None,
         emit: Emit | None,
         shared: State | None = None,
+        *,
+        steps: Steps | None = None,
+        run_id: str | None = None,
     ) -> RunOutcome:
-        """Resume a paused reply: `Agent.resume`, before its output is typed."""
+        """Resume a paused reply: `Agent.resume`, before its output is typed.
+
+        ``steps`` and ``run_id`` as for `start` (without ``run_id`` the resumed run keeps
+        the id of the run that paused).
+        """
         stack = self.stack
         if stack.mcp is not None:
             unavailable = await stack.gather_tools()
@@ -232,7 +261,8 @@ class Runner:
         if not isinstance(claimed, tuple):
             return claimed
         held, decided, key = claimed
-        return await held.renewing(self._resumed(held, decided, key, metadata, emit, shared))
+        resumed = self._resumed(held, decided, key, metadata, emit, shared, steps, run_id)
+        return await held.renewing(resumed)
 
     async def _resumed(
         self,
@@ -242,12 +272,15 @@ class Runner:
         metadata: Mapping[str, object] | None,
         emit: Emit | None,
         shared: State | None = None,
+        steps: Steps | None = None,
+        run_id: str | None = None,
     ) -> RunOutcome:
         """Run the rest of a claimed checkpoint's reply, and settle the checkpoint."""
         checkpoint = held.current
         session: Session | None = None
         if checkpoint.session_id is not None:
-            loaded = await self.sessions.load(checkpoint.session_id)
+            load = partial(self.sessions.load, checkpoint.session_id, steps is not None)
+            loaded = await (load() if steps is None else steps.step("session.load", load))
             if type(loaded) is not Session:
                 await held.release()
                 return Failure(loaded)
@@ -281,7 +314,7 @@ class Runner:
             )
 
         run = RunInfo(
-            checkpoint.run_id,
+            checkpoint.run_id if run_id is None else run_id,
             meta,
             State(dict(checkpoint.state), parent=shared),
             emit,
@@ -291,6 +324,7 @@ class Runner:
             decisions=MappingProxyType(decided),
             _caller=self.stack.engine.call_model,
             _resume=Resume(checkpoint.point, after_tools if checkpoint.stage == "paused" else None),
+            _steps=steps,
         )
         token = _CURRENT.set(run)
         try:
@@ -312,7 +346,13 @@ class Runner:
                     checkpoint.tool_choice,
                     checkpoint.model_settings,
                 )
-            result = await settle(held, result, run, session, new_input, decided, key, follow)
+            end = partial(settle, held, result, run, session, new_input, decided, key, follow)
+            if steps is None:
+                result = await end()
+            else:  # the checkpoint's end (and the session's commit) is one step
+                result = await steps.step(
+                    "session.commit" if follow is None else "checkpoint.save", end
+                )
             hooks = self.stack.engine.hooks
             if hooks.run_end or (hooks.error and type(result) is Failure):
                 await self._after(run, result)

@@ -122,7 +122,8 @@ def build_engine(
     for h in registry.hooks:
         fn = bind(h.function, container, f"{h.event} hook {h.name!r}")
         timeout = h.timeout if h.timeout is not None else settings.hook_timeout
-        hooks.setdefault(h.event, []).append((h.name, fn, timeout))
+        step = f"{h.event}:{h.name}" if h.step else None
+        hooks.setdefault(h.event, []).append((h.name, fn, timeout, step))
 
     engine = Engine(
         model=model,
@@ -138,7 +139,7 @@ def build_engine(
     description = StackDescription(
         positions=MappingProxyType({p: tuple(r.name for r in ordered[p]) for p in POSITIONS}),
         tool_filters=MappingProxyType(filters),
-        hooks=MappingProxyType({e: tuple(n for n, _, _ in v) for e, v in hooks.items()}),
+        hooks=MappingProxyType({e: tuple(n for n, _, _, _ in v) for e, v in hooks.items()}),
         tools=tuple(t.name for t in offered),
     )
     return engine, description

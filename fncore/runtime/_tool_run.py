@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -42,7 +42,8 @@ from fncore.core._loop import LoopSettings, Ready, Rejected
 from fncore.core._position_names import TOOL_CALL
 from fncore.core._value import maker
 from fncore.runtime._handlers import End
-from fncore.runtime._hooks import HookEntry, notify
+from fncore.runtime._hooks import HookEntry, notify, stepped
+from fncore.runtime._steps import Steps
 from fncore.runtime._subagent import Delegate
 
 Halting = Terminate | Pause | AgentError | None
@@ -72,9 +73,11 @@ class ToolRunner:
     """Runs tool calls for one agent; owns the agent's worker-thread limit."""
 
     __slots__ = (
+        "_ending",
         "_handlers",
         "_hooked",
         "_settings",
+        "_starting",
         "_subagent_hooks",
         "_threads",
         "_tool_end",
@@ -95,6 +98,10 @@ class ToolRunner:
         self._tool_end = tool_end
         self._subagent_hooks = subagent_hooks
         self._hooked = bool(tool_start or tool_end)
+        self._starting = stepped(tool_start)
+        """How many ``tool_start`` hooks are steps (in a durable run)."""
+        self._ending = stepped(tool_end)
+        """How many ``tool_end`` hooks are steps (in a durable run)."""
         self._threads = anyio.CapacityLimiter(settings.max_tool_threads)
 
     async def invoke(
@@ -200,56 +207,33 @@ class ToolRunner:
         result = self.call_inline(tool, item.args)
         return _part(call.id, call.name, result.content, result.is_error)
 
-    async def one(self, run: RunInfo, item: Ready | Rejected) -> tuple[ToolResultPart, Halting]:
-        """Run one call through its ``tool_call`` onion; its result and what halts, if any."""
+    async def one(
+        self, run: RunInfo, item: Ready | Rejected, slots: Sequence[object] = ()
+    ) -> tuple[ToolResultPart, Halting]:
+        """Run one call through its ``tool_call`` onion; its result and what halts, if any.
+
+        In a durable run the pass is one step (at ``slots``, drawn by `many`, if given),
+        and so is each hook registered with ``step=True``.
+        """
         halt: Halting = None
         if type(item) is Rejected:
             part = item.result
         else:
             call = item.call
-            if self._tool_start:
-                await notify(self._tool_start, ToolStart(run, call))
-            handler = self._handlers.get(call.name)
-            if handler is None:
-                tool = item.tool
-                result = (
-                    self.call_inline(tool, item.args)  # no coroutine to await
-                    if tool.inline and type(tool.function) is not Delegate
-                    else await self.invoke(tool, item.args, run, call)
-                )
-                if type(result) is ToolResult:
-                    part = _part(call.id, call.name, result.content, result.is_error)
-                elif type(result) is Pause:
-                    return ToolResultPart(call.id, call.name, WAITING, True), result
-                else:
-                    halt = result
-                    part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
+            start, end = self._tool_start, self._tool_end
+            if start:
+                await notify(start, ToolStart(run, call), slots)
+            steps = run._steps
+            if steps is None:
+                part, halt = await self._through(run, item)
             else:
-                out = await handler(run, call, item.tool, item.args)
-                if type(out) is Success:
-                    result = out.unwrap()
-                    if type(result.content) is str:
-                        part = _part(call.id, call.name, result.content, result.is_error)
-                    else:
-                        halt = MiddlewareError(
-                            message=(
-                                f"returned a ToolResult whose content is "
-                                f"{type(result.content).__name__}, not str"
-                            ),
-                            position=TOOL_CALL,
-                        )
-                        part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
-                else:
-                    halt = out.failure()
-                    if type(halt) is Terminate:
-                        part = ToolResultPart(call.id, call.name, halt.output)
-                    elif type(halt) is Pause:
-                        # The call waits: it has no result, and it has not ended.
-                        return ToolResultPart(call.id, call.name, WAITING, True), halt
-                    else:
-                        part = ToolResultPart(call.id, call.name, f"Not completed: {halt}", True)
-            if self._tool_end:
-                await notify(self._tool_end, ToolEnd(run, call, part))
+                at = slots[self._starting] if slots else None
+                name = f"tool:{call.name}:{call.id}"
+                part, halt = await steps.step(name, functools.partial(self._through, run, item), at)
+            if type(halt) is Pause:  # the call waits: it has no result, and it has not ended
+                return part, halt
+            if end:
+                await notify(end, ToolEnd(run, call, part), slots[self._starting + 1 :])
         if run.emit is not None:
             try:
                 run.emit(ToolResultReady(part))
@@ -258,6 +242,43 @@ class ToolRunner:
                     halt = failed.error
         return part, halt
 
+    async def _through(self, run: RunInfo, item: Ready) -> tuple[ToolResultPart, Halting]:
+        """``item``'s pass through its ``tool_call`` onion (the bare call without one)."""
+        call = item.call
+        handler = self._handlers.get(call.name)
+        if handler is None:
+            tool = item.tool
+            result = (
+                self.call_inline(tool, item.args)  # no coroutine to await
+                if tool.inline and type(tool.function) is not Delegate
+                else await self.invoke(tool, item.args, run, call)
+            )
+            if type(result) is ToolResult:
+                return _part(call.id, call.name, result.content, result.is_error), None
+            if type(result) is Pause:
+                return ToolResultPart(call.id, call.name, WAITING, True), result
+            return ToolResultPart(call.id, call.name, f"Not completed: {result}", True), result
+        out = await handler(run, call, item.tool, item.args)
+        halt: Halting
+        if type(out) is Success:
+            result = out.unwrap()
+            if type(result.content) is str:
+                return _part(call.id, call.name, result.content, result.is_error), None
+            halt = MiddlewareError(
+                message=(
+                    f"returned a ToolResult whose content is "
+                    f"{type(result.content).__name__}, not str"
+                ),
+                position=TOOL_CALL,
+            )
+        else:
+            halt = out.failure()
+            if type(halt) is Terminate:
+                return ToolResultPart(call.id, call.name, halt.output), halt
+            if type(halt) is Pause:
+                return ToolResultPart(call.id, call.name, WAITING, True), halt
+        return ToolResultPart(call.id, call.name, f"Not completed: {halt}", True), halt
+
     async def many(
         self, run: RunInfo, calls: tuple[Ready | Rejected, ...]
     ) -> tuple[tuple[ToolResultPart, ...], tuple[Halting, ...]]:
@@ -265,11 +286,15 @@ class ToolRunner:
         limit = asyncio.Semaphore(self._settings.max_concurrent_tools)
         fatal: list[BaseException] = []
         tasks: list[asyncio.Task[tuple[ToolResultPart, Halting] | None]] = []
+        steps = run._steps
+        slots = () if steps is None else self._reserve(steps, calls)
 
-        async def bounded(item: Ready | Rejected) -> tuple[ToolResultPart, Halting] | None:
+        async def bounded(
+            item: Ready | Rejected, at: Sequence[object]
+        ) -> tuple[ToolResultPart, Halting] | None:
             try:
                 async with limit:
-                    return await self.one(run, item)
+                    return await self.one(run, item, at)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # KeyboardInterrupt, SystemExit: stop the round
@@ -281,7 +306,10 @@ class ToolRunner:
                             other.cancel()
                 return None
 
-        tasks.extend(asyncio.ensure_future(bounded(item)) for item in calls)
+        tasks.extend(
+            asyncio.ensure_future(bounded(item, slots[index] if slots else ()))
+            for index, item in enumerate(calls)
+        )
         try:
             await asyncio.wait(tasks)
         except asyncio.CancelledError:
@@ -293,3 +321,16 @@ class ToolRunner:
             raise fatal[0]
         done: list[tuple[ToolResultPart, Halting]] = [t.result() for t in tasks]  # type: ignore[misc]
         return tuple(p for p, _ in done), tuple(h for _, h in done)
+
+    def _reserve(self, steps: Steps, calls: tuple[Ready | Rejected, ...]) -> list[Sequence[object]]:
+        """Each call's step slots, drawn in call order before any call starts.
+
+        A call's slots are its ``tool_start`` step hooks', its pass's, then its
+        ``tool_end`` step hooks'; a rejected call has none (it runs no step).
+        """
+        per_call = self._starting + 1 + self._ending
+        ready = sum(type(item) is Ready for item in calls)
+        drawn = iter(steps.reserve(per_call * ready))
+        return [
+            [next(drawn) for _ in range(per_call)] if type(item) is Ready else [] for item in calls
+        ]
