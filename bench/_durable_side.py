@@ -10,7 +10,8 @@ answers `ANSWER`. A durable run of it records 4 model calls and 3 tool calls: 7 
 
 The protocol, one JSON object a line: the side prints ``{"ready": true, ...}`` (what it
 checked: each variant's answer and the steps its durable run recorded), then answers each
-``round N`` line on its stdin with each variant's mean microseconds over N runs, the
+``round N`` line on its stdin with each variant's mean microseconds over N runs (wall
+time, and the CPU time of the whole process, DBOS's threads included), the
 variants timed one after the other (in the reverse order every other round); it exits at
 ``quit`` or at the end of its input. Its protocol lines go to the stdout it started with;
 anything else printed to stdout goes to stderr.
@@ -51,12 +52,14 @@ def protocol_out() -> IO[str]:
     return out
 
 
-async def _mean_us(run: Run, count: int) -> float:
+async def _mean_us(run: Run, count: int) -> tuple[float, float]:
+    """Mean wall and CPU microseconds per run (the process's CPU: every thread of it)."""
     gc.collect()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for n in range(count):
         await run(f"{PROMPT} (#{n})")
-    return (time.perf_counter() - started) / count * 1e6
+    wall = (time.perf_counter() - started) / count * 1e6
+    return wall, (time.process_time() - cpu) / count * 1e6
 
 
 async def serve(variants: Mapping[str, Run], info: Mapping[str, Any], out: IO[str]) -> None:
@@ -80,5 +83,7 @@ async def serve(variants: Mapping[str, Run], info: Mapping[str, Any], out: IO[st
             return
         count = int(line[1])
         figures = {name: await _mean_us(variants[name], count) for name in order}
-        print(json.dumps(figures), file=out)
+        wall = {name: us for name, (us, _) in figures.items()}
+        cpu = {name: us for name, (_, us) in figures.items()}
+        print(json.dumps({"wall": wall, "cpu": cpu}), file=out)
         order.reverse()
