@@ -114,24 +114,30 @@ def _quiet(command: list[str]) -> None:
 
 
 @contextmanager
-def postgres_server(durable: bool = False) -> Iterator[str]:
+def postgres_server(durable: bool = False, password: str | None = None) -> Iterator[str]:
     """A fresh PostgreSQL cluster in a temporary folder; yields its URL, stops it afterwards.
 
-    The superuser is ``fncore`` (trust authentication, 127.0.0.1 only). Without
+    The superuser is ``fncore`` (trust authentication, 127.0.0.1 only; with ``password``,
+    scram authentication with that password, which the URL yielded leaves out). Without
     ``durable`` the server skips fsync: data is thrown away anyway, and tests run faster.
     """
     binaries = postgres_bin()
     port = free_port()
     folder = Path(tempfile.mkdtemp(prefix="fncore-pg-"))
+    auth = ["-A", "trust"]
+    if password is not None:
+        (folder / "password").write_text(password + "\n")
+        auth = ["-A", "scram-sha-256", f"--pwfile={folder / 'password'}"]
     if os.geteuid() == 0:
-        shutil.chown(folder, "postgres", "postgres")
+        for path in (folder, *folder.iterdir()):
+            shutil.chown(path, "postgres", "postgres")
     data = folder / "data"
     options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     pg_ctl = str(binaries / "pg_ctl")
     try:
-        initdb = [str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "fncore"]
+        initdb = [str(binaries / "initdb"), "-D", str(data), *auth, "-U", "fncore"]
         _quiet(_as_postgres([*initdb, "-E", "UTF8", "--locale=C", "--no-sync"]))
         log = str(folder / "server.log")
         _quiet(_as_postgres([pg_ctl, "-D", str(data), "-o", options, "-l", log, "-w", "start"]))

@@ -18,6 +18,7 @@ from fncore.cli._commands import (
     stack_command,
     tools_command,
 )
+from fncore.cli._durable import add_runs, add_worker, runs_command, worker_command
 from fncore.cli._errors import CommandFailed
 from fncore.cli._logging import cli_logging
 from fncore.cli._otlp import export_from_environment
@@ -98,6 +99,26 @@ def _add_agent(parser: argparse.ArgumentParser) -> None:
             "the example agent)"
         ),
     )
+
+
+def _add_durable(parser: argparse.ArgumentParser, what: str, how: str) -> None:
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help=(
+            f"make the {what} durable ([durable] url; needs fncore-agents[durable]): "
+            f"{how}; 'fncore worker' finishes it if this process dies"
+        ),
+    )
+
+
+def _agent_and_config(parser: argparse.ArgumentParser) -> None:
+    _add_agent(parser)
+    _add_shared(parser, top=False)
+
+
+def _config_only(parser: argparse.ArgumentParser) -> None:
+    _add_shared(parser, top=False, model=False)
 
 
 def _session_name(text: str) -> str:
@@ -225,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the run's OpenTelemetry spans to stderr (needs fncore-agents[otel])",
     )
+    _add_durable(run, "run", "its id goes to stderr as 'run ID' when it starts")
     _add_session(run, "and save this turn to it")
     _add_agent(run)
     _add_shared(run, top=False)
@@ -249,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sessions(commands)
     _add_serve(commands)
     _add_chat(commands)
+    add_worker(commands, _agent_and_config)
+    add_runs(commands, _config_only)
     resume = commands.add_parser(
         "resume",
         help="finish a run that paused for approval",
@@ -266,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="with --reject: what the model is told (default: the user rejected the call)",
     )
+    _add_durable(resume, "rest of the run", "as a new durable run")
     _add_agent(resume)
     _add_shared(resume, top=False)
     return parser
@@ -281,6 +306,9 @@ def _fail(message: str, code: int) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    if args.durable and args.stream:
+        msg = "--durable runs are not streamed: leave out --stream"
+        raise UsageError(msg)
     export_from_environment()
     run_command(
         args.prompt,
@@ -290,6 +318,7 @@ def _run(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
         spans=args.trace,
         session=args.session,
         ref=args.agent,
+        durable=args.durable,
     )
     return EXIT_OK
 
@@ -318,7 +347,14 @@ def _resume(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
         msg = "--message goes with --reject"
         raise UsageError(msg)
     decision = Approve() if args.approve else Reject(*([args.message] if args.message else []))
-    resume_command(args.checkpoint, decision, config=args.config, settings=settings, ref=args.agent)
+    resume_command(
+        args.checkpoint,
+        decision,
+        config=args.config,
+        settings=settings,
+        ref=args.agent,
+        durable=args.durable,
+    )
     return EXIT_OK
 
 
@@ -335,6 +371,30 @@ def _chat(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _worker(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    return worker_command(
+        config=args.config,
+        settings=settings,
+        ref=args.agent,
+        executor_id=args.executor_id,
+        take_over=args.take_over,
+        once=args.once,
+    )
+
+
+def _runs(args: argparse.Namespace, settings: Mapping[str, Any]) -> int:
+    runs_command(
+        args.runs_command,
+        config=args.config,
+        settings=settings,
+        out=sys.stdout,
+        run_id=getattr(args, "run_id", ""),
+        status=getattr(args, "status", None),
+        limit=getattr(args, "limit", 50),
+    )
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Command] = {
     "run": _run,
     "stack": _stack,
@@ -343,6 +403,8 @@ COMMANDS: dict[str, Command] = {
     "resume": _resume,
     "serve": _serve,
     "chat": _chat,
+    "worker": _worker,
+    "runs": _runs,
 }
 """Each command's function, by name (a new command is a parser entry and one line here)."""
 
@@ -368,6 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"a command is required: {', '.join(COMMANDS)}")
         if args.command == "sessions" and args.sessions_command is None:
             parser.error("a sessions action is required: list, show NAME or delete NAME")
+        if args.command == "runs" and args.runs_command is None:
+            parser.error("a runs action is required: list, show ID or cancel ID")
     except UsageError as exc:
         return _fail(f"{exc} (see '{PROG} --help')", EXIT_USAGE)
     except SystemExit as exc:  # --help and --version exit through argparse

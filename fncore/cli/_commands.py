@@ -6,9 +6,9 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from returns.result import Failure, Result
 
@@ -242,13 +242,22 @@ def ask_decision(
             print("Not a JSON object; try again.", file=sys.stderr, flush=True)
 
 
+Resume: TypeAlias = Callable[
+    [str, Mapping[str, Decision]], Awaitable[Result[RunResult, AgentError]]
+]
+"""Goes on with a paused run: its checkpoint id and the decisions in, the outcome out."""
+
+
 async def settle(
     agent: Agent,
     result: RunResult,
     out: TextIO,
     ask: Callable[[str], str] | None,
+    resume: Resume | None = None,
 ) -> RunResult:
     """Handle a paused ``result``: decide at the terminal (``ask``), else stop waiting.
+
+    The decisions go on through ``resume`` (by default ``agent.resume``).
 
     Raises:
         Waiting: when nobody can decide here (no terminal); the checkpoint id is printed
@@ -268,7 +277,7 @@ async def settle(
             print(paused.checkpoint_id, file=out, flush=True)
             raise Waiting(paused.checkpoint_id)
         decisions = {r.call_id: ask_decision(r, ask) for r in paused.requests}
-        result = _unwrap(await agent.resume(paused.checkpoint_id, decisions))
+        result = _unwrap(await (resume or agent.resume)(paused.checkpoint_id, decisions))
     return result
 
 
@@ -376,13 +385,14 @@ def run_command(
     spans: bool = False,
     session: str | None = None,
     ref: str | None = None,
+    durable: bool = False,
 ) -> None:
     """``fncore run``: answer ``prompt`` on stdout with the chosen agent (`chosen_agent`).
 
     With ``spans`` (``--trace``), the run's OpenTelemetry spans are printed to stderr too.
     With ``session``, the run continues that session of the agent's store (which is
     opened first, so a store that cannot be used fails before the model is called), and
-    commits the turn to it.
+    commits the turn to it. With ``durable``, the run is a durable run (`durable_prompt`).
 
     Raises:
         ConfigError: for bad configuration, or ``--trace`` without the OpenTelemetry SDK.
@@ -398,7 +408,14 @@ def run_command(
         async with opened(*await chosen_agent(ref, config, settings, spans=provider)) as agent:
             if session is not None:
                 await open_store(agent.sessions)
-            await action(agent, prompt, sys.stdout, session)
+            if durable:
+                from fncore.cli._durable import durable_prompt, durable_settings
+
+                await durable_prompt(
+                    agent, durable_settings(config, settings), prompt, sys.stdout, session
+                )
+            else:
+                await action(agent, prompt, sys.stdout, session)
 
     try:
         asyncio.run(run_then_close())
@@ -414,11 +431,13 @@ def resume_command(
     config: str | None,
     settings: Mapping[str, Any],
     ref: str | None = None,
+    durable: bool = False,
 ) -> None:
     """``fncore resume``: finish a paused run of the chosen agent with ``decision``.
 
     Every waiting call gets ``decision``. The answer goes to stdout; if the run pauses
-    again, it is handled as ``fncore run`` does.
+    again, it is handled as ``fncore run`` does. With ``durable``, the rest of the run is
+    a new durable run (`durable_resume`).
 
     Raises:
         ConfigError: for bad configuration.
@@ -432,6 +451,12 @@ def resume_command(
     async def resume_then_close() -> None:
         async with opened(*await chosen_agent(ref, config, settings)) as agent:
             await open_store(agent.sessions)
+            if durable:
+                from fncore.cli._durable import durable_resume, durable_settings
+
+                durable_config = durable_settings(config, settings)
+                await durable_resume(agent, durable_config, checkpoint_id, decision, sys.stdout)
+                return
             result = _unwrap(await agent.resume(checkpoint_id, decision))
             result = await settle(agent, result, sys.stdout, terminal_asker())
             print(answer_text(result.output, sys.stdout), flush=True)
