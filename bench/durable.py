@@ -17,9 +17,13 @@ timed in the same stretch of time, and within a side the variants take turns too
 * Pydantic AI (``_durable_pydantic_ai.py``, ``--peer-python``, a venv of its own with
   ``pydantic-ai-slim[dbos]``): its agent on a ``FunctionModel`` against the same agent
   wrapped in ``DBOSAgent``, and with the ``DBOSDurability`` capability inside a workflow;
-  its tool is a ``@DBOS.step``, so that its runs record the same 7 steps.
+  its tool is a ``@DBOS.step``, so that its runs record the same 7 steps;
+* DBOS alone (in fncore's side): a bare workflow of 7 steps that do nothing, called
+  directly; ``<db>_floor_step_us`` is its time over 7, the floor of any framework's cost
+  per step on that database.
 
-Each figure is the minimum over rounds of the mean per run (noise only ever adds time), in
+Each figure is the minimum over rounds of the mean per run (noise only ever adds time; many
+short rounds, 20 of 5 runs, so that each side finds quiet stretches of a busy machine), in
 wall time (``..._us``) and in the side's CPU time, all its threads (``..._cpu_us``): the
 wall time includes waiting for the database's writes to reach the disk, the CPU time is
 the work of the framework, DBOS and the database client. ``<db>_step_us`` is the durable
@@ -270,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     parser.add_argument("--quick", action="store_true", help="a fast, rough smoke run")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (10)")
-    parser.add_argument("--runs", type=int, default=None, help="runs per variant a round (10)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (20)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per variant a round (5)")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL to use")
     parser.add_argument(
         "--peer-python",
@@ -280,8 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-peer", action="store_true", help="measure fncore's side alone")
     args = parser.parse_args(argv)
-    args.rounds = args.rounds or (1 if args.quick else 10)
-    args.runs = args.runs or (2 if args.quick else 10)
+    args.rounds = args.rounds or (1 if args.quick else 20)
+    args.runs = args.runs or (2 if args.quick else 5)
     if args.rounds < 1 or args.runs < 1:
         parser.error("--rounds and --runs must be positive")
     try:
