@@ -147,6 +147,7 @@ async def claim(
     config: str,
     tools: Mapping[str, Tool],
     lease: float,
+    token: str | None = None,
 ) -> Claimed | RunOutcome:
     """Claim checkpoint ``checkpoint_id`` to resume it with ``decisions``.
 
@@ -157,6 +158,8 @@ async def claim(
         config: The resuming agent's `config_hash`; the checkpoint's must be the same.
         tools: The resuming agent's tools, which edited arguments must fit.
         lease: Seconds the claim holds unless renewed.
+        token: The claim's token (default: a new one). A durable resume gives its run's
+            id, so its replay after a crash holds the claim it took before.
 
     Returns:
         The claim, the decisions and their key; or the outcome to return at once: the stored
@@ -173,7 +176,8 @@ async def claim(
     checkpoint, decided, key = checked
     if checkpoint.stage == "done":
         return _replay(checkpoint, key)
-    token = uuid.uuid4().hex
+    if token is None:
+        token = uuid.uuid4().hex
     now = time.time()
     try:
         claimed = await store.claim_checkpoint(checkpoint_id, token, now + lease, now)

@@ -240,7 +240,9 @@ class Runner:
         """Resume a paused reply: `Agent.resume`, before its output is typed.
 
         ``steps`` and ``run_id`` as for `start` (without ``run_id`` the resumed run keeps
-        the id of the run that paused).
+        the id of the run that paused). A durable resume claims the checkpoint under its
+        ``run_id``, so that its replay after a crash holds the claim again: give each
+        resume (each checkpoint and decisions) an id of its own.
         """
         stack = self.stack
         if stack.mcp is not None:
@@ -257,6 +259,7 @@ class Runner:
             config=stack.config,
             tools=stack.engine.tools,
             lease=self.resume_lease,
+            token=None if steps is None else run_id,
         )
         if not isinstance(claimed, tuple):
             return claimed

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import pickle
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,12 +35,13 @@ from fncore import (
     RegistrationError,
     Registry,
     RunContext,
+    RunInfo,
     RunNext,
     RunResult,
     ToolCallPart,
     load_container,
 )
-from fncore.errors import SessionConflict
+from fncore.errors import CheckpointBusy, SessionConflict
 from fncore.events import RunEnd, ToolEnd
 from fncore.middleware import approve, build_middleware
 from fncore.runtime import Steps
@@ -200,17 +202,22 @@ async def test_steps_are_named_and_numbered_in_the_order_they_start() -> None:
     assert outcome.unwrap().output == "results: 3, 12, 11"
 
 
-async def test_the_run_id_is_the_one_given() -> None:
-    seen: list[str] = []
+def _watching(seen: list[RunInfo]) -> Registry:
+    """A registry whose ``run`` middleware keeps each run's `RunInfo` in ``seen``."""
     registry = Registry()
 
     @registry.on("run")
     async def look(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
-        seen.append(ctx.run.run_id)
+        seen.append(ctx.run)
         return await call_next(ctx)
 
-    await _run(_agent(Counted(), registry), Recorder(), run_id="workflow-7")
-    assert seen == ["workflow-7"]
+    return registry
+
+
+async def test_the_run_id_is_the_one_given() -> None:
+    seen: list[RunInfo] = []
+    await _run(_agent(Counted(), _watching(seen)), Recorder(), run_id="workflow-7")
+    assert [run.run_id for run in seen] == ["workflow-7"]
 
 
 async def test_a_replay_returns_the_record_and_runs_nothing_again() -> None:
@@ -308,6 +315,19 @@ async def test_every_recorded_value_pickles_and_holds_no_request() -> None:
     assert steps.values()[1][1] == "required"  # the tool choice sent, kept
     replay = steps.again()
     assert (await _run(agent, replay, session_id="s")).unwrap().messages == done.unwrap().messages
+
+
+async def test_a_failed_model_call_is_recorded_and_replayed_as_its_error() -> None:
+    def broken(request: ModelRequest) -> str:
+        raise ConnectionError("no route")
+
+    agent = Agent(FunctionModel(broken), registry=Registry())
+    steps = Recorder()
+    failed = await _run(agent, steps)
+    assert steps.names() == ["model_call:1"]
+    (recorded,) = steps.values()
+    assert recorded == (failed, None)
+    assert await _run(agent, steps.again()) == failed
 
 
 # -- middleware's own model calls, hooks, pauses -----------------------------------------------
@@ -421,16 +441,45 @@ async def test_a_resumed_run_is_durable_too() -> None:
     assert counted.calls == ["add", "mul", "add"]
 
 
+async def test_a_resume_that_crashed_holds_its_claim_when_replayed() -> None:
+    registry = Registry()
+    registry.include(approve(["mul"]))
+    counted = Counted(crash_on="mul:1")
+    store = InMemorySessionStore()
+    agent = _agent(counted, registry, sessions=store)
+    paused = (await _run(agent, Recorder(), session_id="s")).unwrap()
+    assert paused.paused is not None
+    checkpoint = paused.paused.checkpoint_id
+    first = Recorder()
+    with pytest.raises(Crash):
+        await agent._runner.go_on(checkpoint, Approve(), None, None, steps=first, run_id="r")
+    # a process killed there leaves its claim (this one let it go on the way out): as it was
+    now = time.time()
+    assert await store.claim_checkpoint(checkpoint, "r", now + 3600, now) is not None
+    busy = await agent.resume(checkpoint, Approve())  # another caller: the claim holds
+    assert isinstance(busy, Failure)
+    assert isinstance(busy.failure(), CheckpointBusy)
+    replay = first.again()
+    outcome = await agent._runner.go_on(checkpoint, Approve(), None, None, steps=replay, run_id="r")
+    assert outcome.unwrap().output == "results: 3, 12, 11"
+    assert counted.calls == ["add", "mul", "mul", "add"]
+
+
 # -- the commit -------------------------------------------------------------------------------
 
 
-async def test_a_commit_that_landed_before_the_crash_succeeds_when_replayed() -> None:
-    counted = Counted()
+async def _crashed(crash_after: str) -> tuple[Agent, InMemorySessionStore, Recorder]:
+    """An agent, its store and the record of a run on session ``s`` that died after a step."""
     store = InMemorySessionStore()
-    agent = _agent(counted, sessions=store)
-    first = Recorder(crash_after="session.commit")
+    agent = _agent(Counted(), sessions=store)
+    first = Recorder(crash_after=crash_after)
     with pytest.raises(Crash):
         await _run(agent, first, session_id="s")
+    return agent, store, first
+
+
+async def test_a_commit_that_landed_before_the_crash_succeeds_when_replayed() -> None:
+    agent, store, first = await _crashed("session.commit")
     committed = await store.load("s")
     assert committed is not None
     replay = first.again()
@@ -441,12 +490,7 @@ async def test_a_commit_that_landed_before_the_crash_succeeds_when_replayed() ->
 
 
 async def test_a_replayed_commit_to_a_session_that_moved_on_is_a_conflict() -> None:
-    counted = Counted()
-    store = InMemorySessionStore()
-    agent = _agent(counted, sessions=store)
-    first = Recorder(crash_after="model_call:3")
-    with pytest.raises(Crash):
-        await _run(agent, first, session_id="s")
+    agent, _, first = await _crashed("model_call:3")
     assert isinstance(await _run(agent, None, session_id="s"), Success)  # another run
     outcome = await _run(agent, first.again(), session_id="s")
     assert isinstance(outcome, Failure)
@@ -480,16 +524,9 @@ async def test_a_sub_agent_runs_inside_its_parents_tool_step() -> None:
 
 
 async def test_without_steps_a_run_has_none() -> None:
-    seen: list[object] = []
-    registry = Registry()
-
-    @registry.on("run")
-    async def look(ctx: RunContext, call_next: RunNext) -> Outcome[RunResult]:
-        seen.append(ctx.run._steps)
-        return await call_next(ctx)
-
-    await _agent(Counted(), registry).run("compute")
-    assert seen == [None]
+    seen: list[RunInfo] = []
+    await _agent(Counted(), _watching(seen)).run("compute")
+    assert [run._steps for run in seen] == [None]
 
 
 # -- [[middleware]] step = true ----------------------------------------------------------------
