@@ -23,7 +23,7 @@ timed in the same stretch of time, and within a side the variants take turns too
   per step on that database.
 
 Each figure is the minimum over rounds of the mean per run (noise only ever adds time; many
-short rounds, 20 of 5 runs, so that each side finds quiet stretches of a busy machine), in
+short rounds, 40 of 5 runs, so that each side finds quiet stretches of a busy machine), in
 wall time (``..._us``) and in the side's CPU time, all its threads (``..._cpu_us``): the
 wall time includes waiting for the database's writes to reach the disk, the CPU time is
 the work of the framework, DBOS and the database client. ``<db>_step_us`` is the durable
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     parser.add_argument("--quick", action="store_true", help="a fast, rough smoke run")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (20)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (40)")
     parser.add_argument("--runs", type=int, default=None, help="runs per variant a round (5)")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL to use")
     parser.add_argument(
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-peer", action="store_true", help="measure fncore's side alone")
     args = parser.parse_args(argv)
-    args.rounds = args.rounds or (1 if args.quick else 20)
+    args.rounds = args.rounds or (1 if args.quick else 40)
     args.runs = args.runs or (2 if args.quick else 5)
     if args.rounds < 1 or args.runs < 1:
         parser.error("--rounds and --runs must be positive")
