@@ -49,7 +49,7 @@ class DurableClient:
     def __init__(self, settings: DurableSettings | None = None) -> None:
         self._url = durable_url(DurableSettings() if settings is None else settings, os.environ)
         self._client: DBOSClient | None = None
-        self._view = RunsView(self._connected, self._url)  # type: ignore[arg-type]
+        self._view = RunsView(self._connected, self._url, fresh=True)  # type: ignore[arg-type]
 
     def _connected(self) -> DBOSClient:
         if self._client is None:

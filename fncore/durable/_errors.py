@@ -92,7 +92,14 @@ class DurableUnavailableError(Exception):
         """The error value."""
 
 
-def unavailable(url: str, exc: BaseException) -> DurableUnavailable:
+def _no_tables(exc: BaseException) -> bool:
+    """Whether ``exc`` says DBOS's tables are missing: a database no worker has used yet."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig)
+    return type(orig).__name__ == "UndefinedTable" or text.startswith("no such table")
+
+
+def unavailable(url: str, exc: BaseException, *, fresh: bool = False) -> DurableUnavailable:
     """The `DurableUnavailable` for ``exc``, raised by the driver about ``url``.
 
     Its message is one line (the driver's first), with the URL's password hidden.
@@ -103,6 +110,14 @@ def unavailable(url: str, exc: BaseException) -> DurableUnavailable:
         (False, 'postgresql://app:[redacted]@db:1/app')
     """
     shown = redact_password(url)
+    if fresh and _no_tables(exc):
+        return DurableUnavailable(
+            message=(
+                f"no durable runs yet: {shown!r} has no DBOS tables (a worker or a durable run "
+                "makes them)"
+            ),
+            url=shown,
+        )
     text = hide_password(str(exc), url)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     detail = lines[0] if lines else type(exc).__name__
@@ -113,15 +128,18 @@ def unavailable(url: str, exc: BaseException) -> DurableUnavailable:
     )
 
 
-async def guarded(url: str, pending: Awaitable[T]) -> T:
+async def guarded(url: str, pending: Awaitable[T], *, fresh: bool = False) -> T:
     """Await ``pending``; a database error (about ``url``) raises `DurableUnavailableError`.
+
+    ``fresh``: DBOS's tables may not exist yet (a client, which makes none); their absence
+    then says there are no durable runs yet.
 
     Other exceptions (an input that does not pickle, say) propagate unchanged.
     """
     try:
         return await pending
     except (SQLAlchemyError, OSError) as exc:
-        raise DurableUnavailableError(unavailable(url, exc)) from None
+        raise DurableUnavailableError(unavailable(url, exc, fresh=fresh)) from None
 
 
 def stack_changed(run_id: str, agent: str, started_with: str, current: str) -> StackChanged:

@@ -164,14 +164,16 @@ class RunsView:
     Raises (every method): `DurableUnavailableError` if the database cannot be used.
     """
 
-    __slots__ = ("_source", "_url")
+    __slots__ = ("_fresh", "_source", "_url")
 
-    def __init__(self, source: Callable[[], Source], url: str) -> None:
+    def __init__(self, source: Callable[[], Source], url: str, *, fresh: bool = False) -> None:
         self._source = source
         self._url = url
+        self._fresh = fresh
+        """Whether DBOS's tables may be missing (a client, which migrates nothing)."""
 
     async def _call(self, call: Callable[[Source], Awaitable[Any]]) -> Any:
-        return await guarded(self._url, call(self._source()))
+        return await guarded(self._url, call(self._source()), fresh=self._fresh)
 
     async def statuses(self, **filters: Any) -> list[WorkflowStatus]:
         """DBOS's statuses of fncore's runs that pass ``filters`` (``list_workflows``')."""

@@ -272,3 +272,17 @@ async def test_a_resumed_run_stopped_mid_way_is_recovered_without_repeating_the_
     session = await sessions.load("s1")
     assert [m.role for m in session.messages].count("user") == 1
     assert session.messages[-1].text == recovered.unwrap().output
+
+
+async def test_a_postgresql_database_no_worker_used_yet_says_there_are_no_runs(
+    postgres_url: str,
+) -> None:
+    """As the SQLite file that does not exist yet: no durable runs, and who makes them."""
+    client = DurableClient(DurableSettings(url=SecretStr(postgres_url)))
+    with pytest.raises(DurableUnavailableError) as raised:
+        async with client:
+            await client.runs()
+    message = str(raised.value.error)
+    assert message.startswith("no durable runs yet: "), message
+    assert "a worker or a durable run makes them" in message
+    assert "\n" not in message
