@@ -11,6 +11,7 @@ import os
 from types import TracebackType
 from typing import Self, final
 
+import sqlalchemy as sa
 from dbos import DBOSClient
 
 from fncore._session_url import parse_session_url, redact_password
@@ -22,6 +23,7 @@ from fncore.durable._errors import (
     guarded,
 )
 from fncore.durable._runs import DurableRunInfo, RunsView
+from fncore.durable._sqlite import client_engine
 from fncore.settings import DurableSettings
 
 __all__ = ["DurableClient"]
@@ -44,11 +46,12 @@ class DurableClient:
     cannot be reached or used.
     """
 
-    __slots__ = ("_client", "_url", "_view")
+    __slots__ = ("_client", "_engine", "_url", "_view")
 
     def __init__(self, settings: DurableSettings | None = None) -> None:
         self._url = durable_url(DurableSettings() if settings is None else settings, os.environ)
         self._client: DBOSClient | None = None
+        self._engine: sa.Engine | None = None
         self._view = RunsView(self._connected, self._url, fresh=True)  # type: ignore[arg-type]
 
     def _connected(self) -> DBOSClient:
@@ -71,9 +74,11 @@ class DurableClient:
                     url=shown,
                 )
             )
+        self._engine = client_engine(self._url)
         connect = asyncio.to_thread(
             DBOSClient,
             system_database_url=self._url,
+            system_database_engine=self._engine,
             application_name=APP_NAME,
             retry_connection_errors=False,
         )
@@ -88,7 +93,10 @@ class DurableClient:
     ) -> None:
         """Close the connections."""
         client, self._client = self._connected(), None
+        engine, self._engine = self._engine, None
         await asyncio.to_thread(client.destroy)
+        if engine is not None:  # the client does not dispose of an engine it was given
+            engine.dispose()
 
     async def runs(
         self, *, status: str | None = None, limit: int = 50

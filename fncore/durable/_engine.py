@@ -36,6 +36,7 @@ from fncore.durable._errors import (
     unavailable,
 )
 from fncore.durable._runs import DurableRunInfo, RunsView
+from fncore.durable._sqlite import engine_kwargs
 from fncore.durable._workflow import Resume, Served, Start, fncore_run, serve, unserve
 from fncore.runtime import Agent, Prompt
 from fncore.settings import DurableSettings
@@ -158,6 +159,7 @@ class DurableRuntime:
             "application_version": self.app_version,
             "executor_id": self.executor_id,
             "log_level": "WARNING",
+            "db_engine_kwargs": engine_kwargs(self._url),
         }
         try:
             DBOS(config=config)
