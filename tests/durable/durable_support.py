@@ -249,14 +249,19 @@ SUBMIT = """
 import json, sys
 from dbos import DBOSClient
 from fncore.durable._config import APP_NAME, WORKFLOW, app_version
+from fncore.durable._sqlite import client_engine
 from fncore.durable._workflow import Start
 import durable_agents
 
 agent = durable_agents.queue()
 config = agent._runner.stack.config
 url, queue = sys.argv[1:3]
+engine = client_engine(url)  # an old SQLite needs fncore's unixepoch, as DurableClient's
 client = DBOSClient(
-    system_database_url=url, application_name=APP_NAME, retry_connection_errors=False
+    system_database_url=url,
+    system_database_engine=engine,
+    application_name=APP_NAME,
+    retry_connection_errors=False,
 )
 options = {
     "queue_name": queue,
@@ -268,6 +273,8 @@ ids = [
     for prompt in json.load(sys.stdin)
 ]
 client.destroy()
+if engine is not None:
+    engine.dispose()
 print(json.dumps(ids))
 """
 """Enqueues runs of `durable_agents.queue` as `DurableRuntime.enqueue` does, over DBOS's
