@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -204,7 +205,7 @@ async def test_a_database_that_fails_mid_way_is_unavailable_not_an_exception(
     settings = durable_settings(tmp_path)
     agent = Work(rounds=0).agent()
     async with DurableRuntime([agent], settings) as durable:
-        with sqlite3.connect(tmp_path / "durable.sqlite") as db:
+        with closing(sqlite3.connect(tmp_path / "durable.sqlite")) as db, db:
             db.execute("DROP TABLE workflow_status")
         with pytest.raises(DurableUnavailableError, match="is unavailable"):
             await durable.runs()
