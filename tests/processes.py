@@ -1,13 +1,20 @@
-"""Real worker processes for the tests: run several at once, or kill one with SIGKILL."""
+"""Real processes for the tests: workers, several at once or killed, and ``fncore serve``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import queue
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 
@@ -99,3 +106,76 @@ async def barrier(url, name, count):
 """
 """What a worker script adds to `PRELUDE` to wait for the others: ``barrier(url, name, n)``,
 so the workers start a phase together however long each took to import."""
+
+
+LISTENING = re.compile(r"^serving on (http://[^\s,]+)")
+SAFETY_SECONDS = 120
+"""How long a line of the server may take before the test gives up (a hang guard, as
+`run_fncore`'s; nothing waits for it)."""
+
+
+class Served:
+    """A running ``fncore serve``: its process, its URL, and its stderr lines (``None``: EOF)."""
+
+    def __init__(self, process: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+        self.process = process
+        self._lines = lines
+        line = self._next()
+        found = LISTENING.match(line or "")
+        assert found is not None, line
+        self.url = found[1]
+
+    def _next(self) -> str | None:
+        return self._lines.get(timeout=SAFETY_SECONDS)
+
+    def stop(self, signum: int) -> tuple[int, str]:
+        """Send ``signum``; the exit status and what the server printed after listening."""
+        self.process.send_signal(signum)
+        return self.end()
+
+    def end(self) -> tuple[int, str]:
+        """The exit status and what the server printed after listening, once it ends."""
+        status = self.process.wait(timeout=SAFETY_SECONDS)
+        rest = []
+        while (line := self._next()) is not None:
+            rest.append(line)
+        return status, "".join(rest)
+
+
+@contextmanager
+def serving(cwd: Path, *args: str, environ: Mapping[str, str] | None = None) -> Iterator[Served]:
+    """``fncore serve ARGS`` running in ``cwd`` (with ``environ`` added), once it listens.
+
+    The server is killed at the end if the test did not stop it.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FNCORE_")}
+    env["FNCORE_HOME"] = str(cwd)
+    env.update(environ or {})
+    script = Path(sys.executable).parent / "fncore"
+    process = subprocess.Popen(
+        [str(script), "serve", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    stderr = process.stderr
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in stderr:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        yield Served(process, lines)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        reader.join(timeout=SAFETY_SECONDS)
+        stderr.close()

@@ -17,7 +17,7 @@ import httpx2
 import openai
 import pytest
 from openai import OpenAI
-from test_cli_serve import serving
+from processes import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,20 +8,16 @@ awaited by polling its ``GET``, with a deadline that only guards against a hang.
 
 from __future__ import annotations
 
-import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx2
 import pytest
 from openai import OpenAI
+from processes import SAFETY_SECONDS, serving
 from served import add, running
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -33,9 +29,6 @@ from fncore.middleware import approve
 from fncore.serve import ServeSettings, create_app
 from fncore.settings import DurableSettings
 from fncore.testing import ScriptedModel, TestModel
-
-SAFETY_SECONDS = 120
-"""How long a run may take to end before the test gives up (a hang guard only)."""
 
 KEYS = {"acme": "sk-acme-1", "globex": "sk-globex-1"}
 ACME = {"authorization": "Bearer sk-acme-1"}
@@ -303,45 +296,6 @@ agent = Agent(TestModel(), registry=Registry(), tools=[add])
 '''
 
 
-@contextmanager
-def serve_command(folder: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``fncore serve ARGS`` in ``folder`` (its data directory too), once it listens; its URL.
-
-    Its stderr is kept: the first line must say where it listens (DBOS adds nothing before).
-    """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FNCORE_")}
-    env["FNCORE_HOME"] = str(folder)
-    script = Path(sys.executable).parent / "fncore"
-    process = subprocess.Popen(
-        [str(script), "serve", "--port", "0", *args],
-        cwd=folder,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    stderr = process.stderr
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        for line in stderr:
-            lines.put(line)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        line = lines.get(timeout=SAFETY_SECONDS)
-        assert line.startswith("serving on http://"), line
-        yield process, line.split()[2].rstrip(",")
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        reader.join(timeout=SAFETY_SECONDS)
-        stderr.close()
-
-
 @pytest.mark.parametrize("how", ["flag", "config"])
 def test_fncore_serve_durable_takes_runs_into_the_data_directory(tmp_path: Path, how: str) -> None:
     """``--durable`` (or ``[serve] durable = true``): the runs go to durable.sqlite there."""
@@ -352,10 +306,10 @@ def test_fncore_serve_durable_takes_runs_into_the_data_directory(tmp_path: Path,
     else:
         (tmp_path / "fncore.toml").write_text("[serve]\ndurable = true\n")
         args += ["--config", str(tmp_path / "fncore.toml")]
-    with serve_command(tmp_path, *args) as (process, url):
-        run_id = submit(url, {"prompt": "add 2 and 3"}).json()["id"]
-        run = finished(url, run_id)
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=SAFETY_SECONDS) == 0
+    with serving(tmp_path, *args, "--port", "0") as server:
+        run_id = submit(server.url, {"prompt": "add 2 and 3"}).json()["id"]
+        run = finished(server.url, run_id)
+        status, _ = server.stop(signal.SIGTERM)
+        assert status == 0
     assert (run["status"], run["output"]) == ("SUCCESS", "add: 5")
     assert (tmp_path / "durable.sqlite").is_file()
