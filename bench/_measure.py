@@ -344,6 +344,46 @@ Figures = Mapping[str, Any]
 """What a benchmark measured, by name; ``rounds`` and ``runs`` among them."""
 
 
+def arguments(
+    doc: str | None, *, rounds: tuple[int, int], runs: tuple[int, int]
+) -> argparse.ArgumentParser:
+    """A benchmark's parser: ``--json``, ``--quick``, ``--rounds`` and ``--runs``.
+
+    Args:
+        doc: The script's docstring (its first line describes the command).
+        rounds: The default rounds: of a full run, of a ``--quick`` one.
+        runs: The default runs per round: of a full run, of a ``--quick`` one.
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    parser.add_argument("--quick", action="store_true", help="a fast, rough smoke run")
+    parser.add_argument("--rounds", type=int, default=None, help=f"rounds ({rounds[0]})")
+    parser.add_argument("--runs", type=int, default=None, help=f"runs per round ({runs[0]})")
+    return parser
+
+
+def chosen(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    *,
+    rounds: tuple[int, int],
+    runs: tuple[int, int],
+) -> tuple[int, int]:
+    """The rounds and runs per round ``args`` ask for (a usage error unless positive).
+
+    Args:
+        parser: The parser of `arguments`, which reports a usage error.
+        args: What it parsed.
+        rounds: The default rounds: of a full run, of a ``--quick`` one.
+        runs: The default runs per round: of a full run, of a ``--quick`` one.
+    """
+    quick = 1 if args.quick else 0
+    chosen_rounds, chosen_runs = args.rounds or rounds[quick], args.runs or runs[quick]
+    if chosen_rounds < 1 or chosen_runs < 1:
+        parser.error("--rounds and --runs must be positive")
+    return chosen_rounds, chosen_runs
+
+
 def main(
     doc: str | None,
     argv: list[str] | None,
@@ -366,19 +406,9 @@ def main(
     Returns:
         The exit status.
     """
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
-    parser.add_argument("--json", action="store_true", help="end with one JSON line")
-    parser.add_argument("--quick", action="store_true", help="a fast, rough smoke run")
-    parser.add_argument(
-        "--rounds", type=int, default=None, help=f"interleaved rounds ({rounds[0]})"
-    )
-    parser.add_argument("--runs", type=int, default=None, help=f"runs per round ({runs[0]})")
+    parser = arguments(doc, rounds=rounds, runs=runs)
     args = parser.parse_args(argv)
-    chosen = 1 if args.quick else 0
-    rounds_chosen = args.rounds or rounds[chosen]
-    runs_chosen = args.runs or runs[chosen]
-    if rounds_chosen < 1 or runs_chosen < 1:
-        parser.error("--rounds and --runs must be positive")
+    rounds_chosen, runs_chosen = chosen(parser, args, rounds=rounds, runs=runs)
     figures = asyncio.run(measure(rounds_chosen, runs_chosen))
     print(report(figures))
     if args.json:

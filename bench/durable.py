@@ -54,9 +54,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # mypy reads bench/ as a package (see bench/__init__.py)
-    from bench import _durable_side, sessions
+    from bench import _durable_side, _measure, sessions
 else:  # run as a script, whose folder is on sys.path
     import _durable_side
+    import _measure
     import sessions
 
 BENCH = Path(__file__).resolve().parent
@@ -271,11 +272,7 @@ def report(figures: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its figures."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="end with one JSON line")
-    parser.add_argument("--quick", action="store_true", help="a fast, rough smoke run")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (40)")
-    parser.add_argument("--runs", type=int, default=None, help="runs per variant a round (5)")
+    parser = _measure.arguments(__doc__, rounds=(40, 1), runs=(5, 2))
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL to use")
     parser.add_argument(
         "--peer-python",
@@ -284,10 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-peer", action="store_true", help="measure fncore's side alone")
     args = parser.parse_args(argv)
-    args.rounds = args.rounds or (1 if args.quick else 40)
-    args.runs = args.runs or (2 if args.quick else 5)
-    if args.rounds < 1 or args.runs < 1:
-        parser.error("--rounds and --runs must be positive")
+    args.rounds, args.runs = _measure.chosen(parser, args, rounds=(40, 1), runs=(5, 2))
     try:
         figures = measure(args)
     except SideFailed as failed:

@@ -41,7 +41,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -52,7 +51,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fncore import (
     InMemorySessionStore,
@@ -62,6 +61,11 @@ from fncore import (
     SessionUpdate,
     SqliteSessionStore,
 )
+
+if TYPE_CHECKING:  # mypy reads bench/ as a package (see bench/__init__.py)
+    from bench import _measure
+else:  # run as a script, whose folder is on sys.path
+    import _measure
 
 SIZES = (1, 100, 1000)
 """Turns of history before the timed turns."""
@@ -256,17 +260,12 @@ def report(figures: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its figures."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="end with one JSON line")
-    parser.add_argument("--quick", action="store_true", help="a fast, rough smoke run")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (5)")
-    parser.add_argument("--runs", type=int, default=None, help="timed turns per round (40)")
+    parser = _measure.arguments(__doc__, rounds=(5, 2), runs=(40, 10))
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL to use")
     args = parser.parse_args(argv)
-    rounds = args.rounds or (2 if args.quick else 5)
-    runs = args.runs or (10 if args.quick else 40)
-    if rounds < 1 or runs < 2:
-        parser.error("--rounds must be positive and --runs at least 2")
+    rounds, runs = _measure.chosen(parser, args, rounds=(5, 2), runs=(40, 10))
+    if runs < 2:
+        parser.error("--runs must be at least 2")
 
     async def run(url: str) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as folder:
