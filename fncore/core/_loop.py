@@ -163,12 +163,29 @@ def start(
         history: The session's history, already checked (its scan gave ``pending``).
         pending: The calls ``history`` leaves unanswered; ``messages`` must answer them.
     """
+    if not pending and len(messages) == 1 and _plain(messages[0]):
+        return LoopState(history + messages if history else messages, (), 1)
     found = open_calls(messages, pending, offset=len(history))
     if type(found) is InvalidHistory:
         return Fail(found)
     if found:
         return Fail(unanswered(found))  # type: ignore[arg-type]
     return LoopState(history + messages if history else messages, (), 1)
+
+
+def _plain(message: object) -> bool:
+    """Whether ``message`` is one `open_calls` finds nothing in: no call, no result.
+
+    A message other than an assistant's that holds neither (a user's text, say) opens no
+    call and answers none, wherever it is; the usual input of a run is one such message.
+    """
+    if type(message) is not Message or message.role == "assistant":
+        return False
+    for part in message.parts:
+        kind = type(part)
+        if kind is ToolResultPart or kind is ToolCallPart:
+            return False
+    return True
 
 
 def check_history(messages: tuple[Message, ...]) -> Fail | None:
