@@ -46,7 +46,8 @@ __all__ = [
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
-_NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
+NO_DECISIONS: Mapping[str, Decision] = MappingProxyType({})
+"""The decisions of a run that is not a resume (`RunInfo.decisions`): none."""
 
 Emit = Callable[[StreamEvent], None]
 """Sends one event to the stream's consumer."""
@@ -139,7 +140,7 @@ class RunInfo:
     """Inside a middleware's own model call (`call_model`), the name it gave as ``by``;
     ``None`` for the agent's own calls. A ``model_call`` middleware that must not act on
     such calls (or would re-enter itself) passes them on: ``if ctx.run.calling: ...``."""
-    decisions: Mapping[str, Decision] = field(default_factory=lambda: _NO_DECISIONS)
+    decisions: Mapping[str, Decision] = field(default_factory=lambda: NO_DECISIONS)
     """In a resumed reply, the human's decisions by call id (see `decision`); empty
     otherwise."""
     _caller: ModelCaller | None = field(default=None, repr=False, compare=False)

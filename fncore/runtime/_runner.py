@@ -45,6 +45,7 @@ from fncore.core import (
     TextPart,
     ToolChoice,
 )
+from fncore.core._contexts import NO_DECISIONS
 from fncore.core._fold import short_repr
 from fncore.core._loop import terminated_after
 from fncore.core._resume import ResumedRun
@@ -180,7 +181,7 @@ class Runner:
                 return Failure(copied)
             kept = copied
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
-        run = _run_info(
+        run = _run_info(  # every field given in order: no keyword, no default's factory
             f"{_RUN_PREFIX}-{next(_run_ids)}" if run_id is None else run_id,
             meta,
             State() if shared is None else State(parent=shared),  # no keyword: 1,000 instructions
@@ -188,8 +189,11 @@ class Runner:
             session_id,
             kept,
             self.name,
-            _caller=engine.call_model,
-            _steps=steps,
+            None,
+            NO_DECISIONS,
+            engine.call_model,
+            None,
+            steps,
         )
         choice = tool_choice if tool_choice is not None else self.default_choice
         settings = model_settings if model_settings is not None else self.default_settings

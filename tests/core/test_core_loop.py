@@ -1,7 +1,10 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from fncore.core import (
+    DataPart,
     InvalidHistory,
     MaxIterationsReached,
     Message,
@@ -39,6 +42,7 @@ from fncore.core._loop import (
     replace_history,
     start,
 )
+from fncore.core._pairing import open_calls, unanswered
 
 
 def add(a: int, b: int) -> int:
@@ -387,3 +391,51 @@ def test_assembler_defaults() -> None:
     b.add(ToolCallStarted("c1", "ping"))
     assert b.finish().tool_calls == (ToolCallPart("c1", "ping", "{}"),)
     assert ResponseAssembler().finish().message == Message("assistant", ())
+
+
+# -- start's fast path for one plain message -------------------------------------------------
+
+_parts = st.one_of(
+    st.builds(TextPart, st.sampled_from(["hi", ""])),
+    st.builds(ReasoningPart, st.just("thinking")),
+    st.builds(DataPart, st.just(b"\x89PNG"), st.just("image/png")),
+    st.builds(ToolCallPart, st.sampled_from(["c1", ""]), st.just("add")),
+    st.builds(ToolResultPart, st.just("c1"), st.just("add"), st.just("3")),
+)
+_messages = st.builds(
+    Message,
+    st.sampled_from(["system", "user", "assistant", "tool"]),
+    st.lists(_parts, max_size=3).map(tuple),
+)
+_histories = st.sampled_from(
+    [(), (USER,), (USER, Message("assistant", (ToolCallPart("c1", "add"),)))]
+)
+
+
+def _scanned(messages: tuple[Message, ...], history: tuple[Message, ...]) -> object:
+    """What `start` gives by the general scan of ``messages`` (no call left open before)."""
+    found = open_calls(messages, (), offset=len(history))
+    if isinstance(found, InvalidHistory):
+        return Fail(found)
+    if found:
+        return Fail(unanswered(found))
+    return LoopState(history + messages, (), 1)
+
+
+@given(_messages, _histories)
+def test_start_of_one_message_equals_the_general_scan(
+    message: Message, history: tuple[Message, ...]
+) -> None:
+    """A run's usual input (one message, nothing pending) skips the scan with the same result."""
+    assert start((message,), history) == _scanned((message,), history)
+
+
+def test_start_of_one_message_still_refuses_a_call_or_a_result_out_of_place() -> None:
+    """A result answering nothing, or a call outside an assistant message, still fails."""
+    orphan = Message("tool", (ToolResultPart("c1", "add", "3"),))
+    misplaced = Message("user", (ToolCallPart("c1", "add"),))
+    for message in (orphan, misplaced):
+        failed = start((message,))
+        assert isinstance(failed, Fail)
+        assert isinstance(failed.error, InvalidHistory)
+    assert start((USER,), (USER,)) == LoopState((USER, USER), (), 1)

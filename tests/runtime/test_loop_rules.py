@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,7 +25,10 @@ from fncore import (
     Registry,
     RequireTool,
     Tool,
+    ToolCallContext,
+    ToolCallNext,
     ToolCallPart,
+    ToolResult,
     ToolResultPart,
     Usage,
     current_metadata,
@@ -419,6 +423,72 @@ async def test_inline_sync_tools_run_on_the_event_loop_thread() -> None:
     run_ok(await Agent(model, registry=registry).run("go"))
     assert threads == [threading.current_thread().name]
     assert last_tool_results(model.requests[1])[0].content == "7"
+
+
+class _Point:
+    """A value that ``json.dumps`` cannot serialise: its text is its ``str``."""
+
+    def __str__(self) -> str:
+        return "(1, 2)"
+
+
+class _Unprintable:
+    """A value that turns into no text at all."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class _Count(int):
+    """An ``int`` subclass, serialised as ``json.dumps`` serialises it."""
+
+
+def _raises() -> str:
+    raise ValueError("boom")
+
+
+_INLINE_RETURNS: list[Callable[[], object]] = [
+    lambda: "text",
+    lambda: 7,
+    lambda: 2.5,
+    lambda: True,
+    lambda: None,
+    lambda: {"sum": 3},
+    lambda: [1, "a"],
+    lambda: _Count(4),
+    lambda: _Point(),
+    lambda: _Unprintable(),
+    lambda: ToolResult("its own", True),
+    _raises,
+]
+
+
+@pytest.mark.parametrize("returns", _INLINE_RETURNS)
+@pytest.mark.parametrize("detailed", [False, True])
+async def test_an_inline_tool_answers_the_same_with_or_without_a_tool_call_middleware(
+    returns: Callable[[], object], detailed: bool
+) -> None:
+    """The bare loop's direct call of an inline tool gives the result the onion's path gives."""
+
+    def value() -> object:
+        """Return the value under test."""
+        return returns()
+
+    async def passthrough(ctx: ToolCallContext, call_next: ToolCallNext) -> Outcome[ToolResult]:
+        return await call_next(ctx)
+
+    results = []
+    for layered in (False, True):
+        registry = Registry()
+        if layered:
+            registry.on("tool_call")(passthrough)
+        model = ScriptedModel([tool_calls(("value", {})), "ok"])
+        tool = Tool.from_function(value, inline=True)
+        settings = LoopSettings(include_detailed_errors=detailed)
+        agent = Agent(model, registry=registry, tools=[tool], settings=settings)
+        run_ok(await agent.run("go"))
+        results.append(last_tool_results(model.requests[1]))
+    assert results[0] == results[1]
 
 
 # -- history pairing ---------------------------------------------------------------------------
