@@ -109,6 +109,8 @@ class _KeyLock:
 
 _NEVER = float("inf")
 
+_new_entry = object.__new__
+
 
 class _Entries:
     """A bounded LRU of entries that expire one by one: the table of `MemoryStore`.
@@ -254,8 +256,11 @@ class MemoryStore:
         What reads it back with the same ``encode`` (`get_kept`) gets ``value`` itself, not
         a copy: keep only values that do not change.
         """
-        deadline = _NEVER if ttl is None else self._clock() + ttl
-        self._entries.put(key, _Entry(value, deadline, encode))
+        entry = _new_entry(_Entry)  # its fields stored here: no __init__ call
+        entry.value = value
+        entry.expires = _NEVER if ttl is None else self._clock() + ttl
+        entry.encode = encode
+        self._entries.put(key, entry)
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store the value."""

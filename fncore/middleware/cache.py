@@ -124,16 +124,6 @@ class _Cache(Generic[_T]):
             return None
         return None if data is None else self._decode(data)
 
-    def _write(self, local: MemoryStore, key: str, value: _T) -> None:
-        try:
-            kept = self._kept(value)
-            if kept is not None:
-                local.keep(key, kept, self._encode, self._ttl)
-            else:
-                local.keep(key, self._encode(value), _as_is, self._ttl)
-        except Exception as exc:
-            self._failed("write", exc)
-
     async def _set(self, key: str, value: _T) -> None:
         try:
             await self._store.set(key, self._encode(value), self._ttl)
@@ -164,7 +154,7 @@ class _Cache(Generic[_T]):
         span = self._span_in(otel) if otel else None
         local = self._local
         if local is not None:  # read without an await: nothing can change meanwhile
-            try:  # `_read`, inline
+            try:
                 found = local.get_kept(key, self._encode)
             except Exception as exc:
                 self._failed("read", exc)
@@ -187,12 +177,19 @@ class _Cache(Generic[_T]):
             if shared is not None:
                 return Success(shared), True
             outcome = await call(ctx)
-            if type(outcome) is Success and self._keep(outcome.unwrap()):
-                shared = outcome.unwrap()
-                if local is not None:
-                    self._write(local, key, shared)
+            if type(outcome) is Success and self._keep(value := outcome._inner_value):
+                shared = value
+                if local is None:
+                    await self._set(key, value)
                 else:
-                    await self._set(key, shared)
+                    try:  # in memory, without an await
+                        kept = self._kept(value)
+                        if kept is not None:
+                            local.keep(key, kept, self._encode, self._ttl)
+                        else:
+                            local.keep(key, self._encode(value), _as_is, self._ttl)
+                    except Exception as exc:
+                        self._failed("write", exc)
             return outcome, False
         finally:
             waiting = flights.pop(key)
