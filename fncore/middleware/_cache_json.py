@@ -148,7 +148,13 @@ def kept_until_hit(response: ModelResponse) -> ModelResponse | None:
     message = response.message
     if message.cache or type(message.parts) is not tuple or response._sent is not None:
         return kept_response(response)
-    return response if _keepable(response) else None
+    if (  # `_keepable`, inline
+        message.role != "assistant"
+        or response.finish_reason not in _FINISHED
+        or type(response.model_name) is not str
+    ):
+        return None
+    return response if all(map(plain_part, message.parts)) else None
 
 
 def kept_result(result: ToolResult) -> ToolResult | None:
