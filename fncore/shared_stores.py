@@ -109,6 +109,8 @@ class _KeyLock:
 
 _NEVER = float("inf")
 
+_new_entry = object.__new__
+
 
 class _Entries:
     """A bounded LRU of entries that expire one by one: the table of `MemoryStore`.
@@ -126,12 +128,14 @@ class _Entries:
     once there are twice as many deadlines as entries.
     """
 
-    __slots__ = ("_clock", "_deadlines", "_entries", "_late", "max_entries")
+    __slots__ = ("_clock", "_deadlines", "_entries", "_late", "max_entries", "table")
 
     def __init__(self, max_entries: int, clock: Callable[[], float]) -> None:
         self.max_entries = max_entries
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.table = self._entries
+        """The entries by key, least recently used first (expired ones among them)."""
         self._deadlines: deque[tuple[float, str]] = deque()  # in order: oldest first
         self._late: list[tuple[float, str]] = []  # a heap of those that came out of order
 
@@ -149,8 +153,11 @@ class _Entries:
     def put(self, key: str, entry: _Entry) -> None:
         """Keep ``entry`` under ``key``, forgetting what expired or was used least if full."""
         entries = self._entries
-        entries[key] = entry
-        entries.move_to_end(key)
+        if key in entries:
+            entries[key] = entry
+            entries.move_to_end(key)
+        else:
+            entries[key] = entry  # a new key comes last already
         expires = entry.expires
         if expires != _NEVER:
             deadlines = self._deadlines
@@ -206,7 +213,7 @@ class MemoryStore:
         (1.0, 3.0)
     """
 
-    __slots__ = ("_clock", "_entries", "_locks", "max_entries")
+    __slots__ = ("_clock", "_entries", "_locks", "_table", "max_entries")
 
     def __init__(
         self, max_entries: int = DEFAULT_MAX_ENTRIES, clock: Callable[[], float] = time.monotonic
@@ -214,6 +221,7 @@ class MemoryStore:
         self.max_entries = max_entries
         self._clock = clock
         self._entries = _Entries(max_entries, clock)
+        self._table = self._entries.table  # what it holds, expired or not
         # asyncio locks belong to a loop: one table per running loop, the held keys only
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _KeyLock]] = (
             weakref.WeakKeyDictionary()
@@ -239,6 +247,8 @@ class MemoryStore:
 
         A value kept with another codec is given as its bytes, as `get` gives it.
         """
+        if key not in self._table:  # a miss, known without `_Entries.get`
+            return None
         entry = self._entries.get(key)
         if entry is None:
             return None
@@ -254,8 +264,11 @@ class MemoryStore:
         What reads it back with the same ``encode`` (`get_kept`) gets ``value`` itself, not
         a copy: keep only values that do not change.
         """
-        deadline = _NEVER if ttl is None else self._clock() + ttl
-        self._entries.put(key, _Entry(value, deadline, encode))
+        entry = _new_entry(_Entry)  # its fields stored here: no __init__ call
+        entry.value = value
+        entry.expires = _NEVER if ttl is None else self._clock() + ttl
+        entry.encode = encode
+        self._entries.put(key, entry)
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store the value."""

@@ -363,3 +363,29 @@ def test_tables_per_loop_stay_apart() -> None:
     first, second = asyncio.run(fill(1)), asyncio.run(fill(2))
     assert (first, second) == ({"v": 1}, {"v": 2})
     assert first is not second
+
+
+def test_a_rewritten_key_is_the_most_recent_and_get_kept_misses_what_is_gone() -> None:
+    """A rewritten key moves last; get_kept misses what was never kept, evicted or expired."""
+
+    async def scenario() -> list[object]:
+        clock = Clock()
+        store = MemoryStore(max_entries=3, clock=clock)
+        for key in ("a", "b", "c"):
+            store.keep(key, [key], repr, ttl=10)
+        store.keep("a", ["a2"], repr, ttl=10)  # rewritten: now the most recent
+        order = list(store._entries.table)
+        store.keep("d", ["d"], repr, ttl=10)  # full: "b", the least recently used, goes
+        clock.now = 5.0
+        store.keep("e", ["e"], repr, ttl=1)
+        clock.now = 6.0  # "e" has expired; it is still in the table
+        expired_held = "e" in store._entries.table
+        kept = [store.get_kept(k, repr) for k in ("a", "b", "e", "never")]
+        return [order, expired_held, kept, [await store.get(k) for k in ("b", "e", "never")]]
+
+    assert asyncio.run(scenario()) == [
+        ["b", "c", "a"],
+        True,
+        [["a2"], None, None, None],
+        [None, None, None],
+    ]

@@ -8,12 +8,15 @@ position, what it returned and what it should have. The checks are type identity
 cost a few nanoseconds. ``asyncio.CancelledError`` is not an ``Exception`` and propagates.
 
 A built-in that makes these checks itself (`checks_itself`) is folded without that layer
-around it: its function is called straight, one coroutine a call less.
+around it: its layer is the function itself, with the next layer bound as its
+``call_next``, one coroutine and one call a layer less.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from types import CodeType, FunctionType
 from typing import Any, TypeVar
 
@@ -112,9 +115,11 @@ def checks_itself(position: Position, name: str) -> Callable[[_F], _F]:
     ``raised(position, name, exc)``, and it returns only outcomes of ``position`` (a
     ``Success`` of its value type, or a ``Failure`` of a `Terminate`, a `Pause` or an
     `AgentError`). Folded at ``position`` under ``name``, it is called straight, with no
-    guard around it; registered anywhere else or under another name, or at a position whose
-    values get a further check (``compress_context``), it is guarded as any middleware (the
-    error values it makes itself still name ``name``).
+    guard around it (and, a plain function or a ``partial`` of one, with no call of its
+    own: its copy with ``call_next`` bound is the layer); registered anywhere else or
+    under another name, or at a position whose values get a further check
+    (``compress_context``), it is guarded as any middleware (the error values it makes
+    itself still name ``name``).
 
     Args:
         position: Where the function is registered.
@@ -171,6 +176,38 @@ exec(_STRAIGHT, _templates)
 _CALLED: CodeType = _templates["straight"].__code__
 
 
+_STARRED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def _with_call_next(fn: Layer[_C, _T], inner: Handler[_C, _T]) -> Handler[_C, _T] | None:
+    """``fn`` with ``inner`` as its ``call_next``: the layer, with no frame of its own.
+
+    A copy of ``fn``'s function whose last parameter defaults to ``inner`` (taken through
+    the ``partial`` ``fn`` may be, binding the leading ones), so that calling it with the
+    context alone calls ``fn(ctx, inner)`` with no call in between. ``None`` when ``fn`` is
+    not a function of just those positional parameters, with no defaults: its layer then
+    makes the call (`_CALLED`).
+    """
+    func: Any = fn
+    bound: tuple[Any, ...] = ()
+    if type(fn) is partial and not fn.keywords:
+        func, bound = fn.func, fn.args
+    if type(func) is not FunctionType:
+        return None
+    code = func.__code__
+    if (
+        code.co_argcount != len(bound) + 2
+        or code.co_kwonlyargcount
+        or code.co_flags & _STARRED
+        or func.__defaults__
+        or func.__kwdefaults__
+    ):
+        return None
+    copy = FunctionType(code, func.__globals__, func.__name__, (inner,), func.__closure__)
+    copy.__qualname__ = func.__qualname__
+    return partial(copy, *bound) if bound else copy
+
+
 def _layer(
     position: Position,
     name: str,
@@ -194,7 +231,11 @@ def _layer(
     #   smaller and nothing is copied into it per call: 190 against 170-174 ns a layer.
     namespace: dict[str, Any] = {"fn": fn, "inner": inner}
     if accepts is None and getattr(fn, _CHECKS_ITSELF, None) == (position, name):
-        code = _CALLED  # no guard: the middleware is its own (see `checks_itself`)
+        # no guard: the middleware is its own (see `checks_itself`)
+        bound = _with_call_next(fn, inner)
+        if bound is not None:
+            return bound
+        code = _CALLED
     else:
         namespace.update(
             expected=expected,

@@ -101,6 +101,17 @@ def _plain(text: object) -> bool:
     return type(text) is str
 
 
+def _keepable(response: ModelResponse) -> bool:
+    """Whether ``response``'s JSON form reads back as it is, sure without the text."""
+    if (
+        response.message.role != "assistant"
+        or response.finish_reason not in _FINISHED
+        or not _plain(response.model_name)
+    ):
+        return False
+    return all(map(plain_part, response.message.parts))
+
+
 def kept_response(response: ModelResponse) -> ModelResponse | None:
     """``response`` as a hit gives it back: as its JSON form reads back, with no usage.
 
@@ -112,20 +123,38 @@ def kept_response(response: ModelResponse) -> ModelResponse | None:
         >>> kept.text, kept.usage == Usage()
         ('4', True)
     """
-    message = response.message
-    if (
-        message.role != "assistant"
-        or response.finish_reason not in _FINISHED
-        or not _plain(response.model_name)
-    ):
+    if not _keepable(response):
         return None
-    for part in message.parts:
-        if not plain_part(part):
-            return None
+    message = response.message
     parts = tuple(message.parts)  # the same tuple, unless it was another sequence
     if message.cache or parts is not message.parts:
         message = Message("assistant", parts)
     return ModelResponse(message, NO_USAGE, response.finish_reason, response.model_name)
+
+
+def kept_until_hit(response: ModelResponse) -> ModelResponse | None:
+    """What ``memory://`` keeps of ``response``: `kept_response` of it, or ``response`` itself.
+
+    Itself when `kept_response` would only drop its usage: a hit replays an answer with
+    its usage dropped anyway, so the copy is made by the hit that needs it, not by every
+    miss. (Its bytes, asked for, then hold its usage, as a Redis store's do; a hit reads
+    them as no usage all the same.)
+
+    Example:
+        >>> response = ModelResponse(Message.assistant("4"), Usage(3, 1))
+        >>> kept_until_hit(response) is response
+        True
+    """
+    message = response.message
+    if message.cache or type(message.parts) is not tuple or response._sent is not None:
+        return kept_response(response)
+    if (  # `_keepable`, inline
+        message.role != "assistant"
+        or response.finish_reason not in _FINISHED
+        or type(response.model_name) is not str
+    ):
+        return None
+    return response if all(map(plain_part, message.parts)) else None
 
 
 def kept_result(result: ToolResult) -> ToolResult | None:

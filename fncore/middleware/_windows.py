@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -128,11 +129,19 @@ class InProcess:
         requests: Requests per window (``None``: no limit).
         tokens: Tokens per window (``None``: no limit).
         seconds: The windows' length.
+        clock: What tells the time, in seconds (monotonic).
     """
 
-    __slots__ = ("_lock", "_windows", "requests", "seconds", "tokens")
+    __slots__ = ("_clock", "_lock", "_windows", "requests", "seconds", "tokens")
 
-    def __init__(self, requests: int | None, tokens: int | None, seconds: float) -> None:
+    def __init__(
+        self,
+        requests: int | None,
+        tokens: int | None,
+        seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._clock = clock
         self.requests = requests
         self.tokens = tokens
         self.seconds = seconds
@@ -156,14 +165,28 @@ class InProcess:
             When the tokens' window ends (it names the window to settle with; 0 without a
             token limit), or the `Refusal` of the first limit that has no room.
         """
-        now = time.monotonic()
-        with self._lock:
+        now = self._clock()
+        with self._lock:  # `FixedWindow.wait`, `MovingWindow.take` and `FixedWindow.add`, inline
             moving, fixed = self._windows.get(model) or self._of(model)
-            if fixed is not None and (wait := fixed.wait(reserved, now)) is not None:
-                return Refusal("tokens_per_minute", wait)
-            if moving is not None and (wait := moving.take(now)) is not None:
-                return Refusal("requests_per_minute", wait)
-            return 0.0 if fixed is None else fixed.add(reserved, now)
+            if fixed is not None:
+                if fixed.ends <= now:
+                    fixed.count = 0
+                if fixed.count + reserved > fixed.limit:
+                    return Refusal("tokens_per_minute", fixed.ends - now)
+            if moving is not None:
+                hits = moving._hits
+                since = now - moving.seconds
+                while hits and hits[0] < since:
+                    hits.popleft()
+                if len(hits) >= moving.limit:
+                    return Refusal("requests_per_minute", hits[0] - since)
+                hits.append(now)
+            if fixed is None:
+                return 0.0
+            fixed.count += reserved  # a window that ended was emptied above
+            if fixed.count == reserved:  # it was empty: a window starts
+                fixed.ends = now + fixed.seconds
+            return fixed.ends
 
     def settle(self, model: str, reserved: int, window: float, used: int) -> None:
         """Settle ``reserved`` tokens, taken in ``window``, with the ``used`` ones.
@@ -173,12 +196,13 @@ class InProcess:
         """
         if used == reserved:
             return
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             fixed = (self._windows.get(model) or self._of(model))[1]
             if fixed is None:
                 return
-            if used < reserved:
-                fixed.give_back(reserved - used, window, now)
+            if used < reserved:  # `FixedWindow.give_back`, inline
+                if fixed.ends == window and window > now:
+                    fixed.count = max(fixed.count - (reserved - used), 0)
             else:
                 fixed.add(used - reserved, now)

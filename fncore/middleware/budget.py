@@ -43,7 +43,6 @@ from fncore.core import (
     ReasoningNext,
     Registry,
     RunInfo,
-    State,
     StateKey,
     Usage,
 )
@@ -170,8 +169,9 @@ class _Books:
 
     def over_here(self, run: RunInfo) -> tuple[_Budget, float] | None:
         """The first budget in the run's state ``run`` has spent, with what it spent."""
-        for budget in self.local:
-            spent = _state(budget, run).get(budget.key)
+        for budget in self.local:  # the reply's or the session's state, here and in `spend_here`
+            state = run.state if budget.scope == "reply" else run.session_state
+            spent = state.get(budget.key)
             if spent >= budget.allowed:
                 return budget, spent
         return None
@@ -186,8 +186,9 @@ class _Books:
     def spend_here(self, run: RunInfo, tokens: float, cost: float) -> None:
         """Spend ``tokens`` and ``cost`` from every budget in the run's state."""
         for budget in self.local:
-            state = _state(budget, run)
-            state.set(budget.key, state.get(budget.key) + budget.amount(tokens, cost))
+            state = run.state if budget.scope == "reply" else run.session_state
+            spent = tokens if budget.meter == "tokens" else cost  # `_Budget.amount`
+            state.set(budget.key, state.get(budget.key) + spent)
 
 
 def _verdict(over: tuple[_Budget, float] | None, ctx: ReasoningContext) -> Verdict:
@@ -195,10 +196,6 @@ def _verdict(over: tuple[_Budget, float] | None, ctx: ReasoningContext) -> Verdi
         return "go"
     # spent before the reply started: it has nothing to wrap up
     return "stop" if ctx.round == 1 else "last"
-
-
-def _state(budget: _Budget, run: RunInfo) -> State:
-    return run.state if budget.scope == "reply" else run.session_state
 
 
 def _exceeded(budget: _Budget, spent: float, name: str) -> BudgetExceeded:
@@ -335,7 +332,7 @@ class _Spender:
                     return Failure(_exceeded(*over, self.name))
             outcome = await call_next(ctx)
             if type(outcome) is Success:
-                response = outcome.unwrap()
+                response: ModelResponse = outcome._inner_value
                 usage = response.usage
                 tokens = (
                     self.input_weight * usage.input_tokens

@@ -30,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from returns.result import Failure, Success
 
@@ -61,8 +62,8 @@ from fncore.middleware._cache_json import (
     decode_result,
     encode_response,
     encode_result,
-    kept_response,
     kept_result,
+    kept_until_hit,
 )
 from fncore.middleware._cache_key import Digests, request_key, tool_key
 from fncore.middleware._checked import Seconds, checked
@@ -72,6 +73,7 @@ from fncore.session_stores._json import Unkeyable
 from fncore.shared_stores import MemoryStore, SharedStore, open_store
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.trace import Span
 
 __all__ = ["cache"]
@@ -109,18 +111,10 @@ class _Cache(Generic[_T]):
         self._kept = kept
         # a key being looked up (and called) by a leader: the future its followers wait on
         self._flights: PerLoop[asyncio.Future[Any] | None] = PerLoop()
-        from opentelemetry import context, trace  # imported when used
+        self._current_context = _current_context()
+        from opentelemetry import trace  # imported when used
 
-        self._current_context = context.get_current
         self._span_in = trace.get_current_span
-
-    def _read(self, local: MemoryStore, key: str) -> _T | None:
-        try:
-            found = local.get_kept(key, self._encode)
-        except Exception as exc:
-            self._failed("read", exc)
-            return None
-        return self._decode(found) if isinstance(found, bytes) else found
 
     async def _get(self, key: str) -> _T | None:
         try:
@@ -129,16 +123,6 @@ class _Cache(Generic[_T]):
             self._failed("read", exc)
             return None
         return None if data is None else self._decode(data)
-
-    def _write(self, local: MemoryStore, key: str, value: _T) -> None:
-        try:
-            kept = self._kept(value)
-            if kept is not None:
-                local.keep(key, kept, self._encode, self._ttl)
-            else:
-                local.keep(key, self._encode(value), _as_is, self._ttl)
-        except Exception as exc:
-            self._failed("write", exc)
 
     async def _set(self, key: str, value: _T) -> None:
         try:
@@ -170,7 +154,12 @@ class _Cache(Generic[_T]):
         span = self._span_in(otel) if otel else None
         local = self._local
         if local is not None:  # read without an await: nothing can change meanwhile
-            shared = self._read(local, key)
+            try:
+                found = local.get_kept(key, self._encode)
+            except Exception as exc:
+                self._failed("read", exc)
+                found = None
+            shared = self._decode(found) if isinstance(found, bytes) else found
             if shared is not None:
                 if span is not None:
                     span.set_attribute(HIT_ATTRIBUTE, True)
@@ -188,12 +177,19 @@ class _Cache(Generic[_T]):
             if shared is not None:
                 return Success(shared), True
             outcome = await call(ctx)
-            if type(outcome) is Success and self._keep(outcome.unwrap()):
-                shared = outcome.unwrap()
-                if local is not None:
-                    self._write(local, key, shared)
+            if type(outcome) is Success and self._keep(value := outcome._inner_value):
+                shared = value
+                if local is None:
+                    await self._set(key, value)
                 else:
-                    await self._set(key, shared)
+                    try:  # in memory, without an await
+                        kept = self._kept(value)
+                        if kept is not None:
+                            local.keep(key, kept, self._encode, self._ttl)
+                        else:
+                            local.keep(key, self._encode(value), _as_is, self._ttl)
+                    except Exception as exc:
+                        self._failed("write", exc)
             return outcome, False
         finally:
             waiting = flights.pop(key)
@@ -216,6 +212,22 @@ class _Cache(Generic[_T]):
         if span is not None:
             span.set_attribute(HIT_ATTRIBUTE, shared is not None)
         return (Success(shared), True) if shared is not None else (await call(ctx), False)
+
+
+def _current_context() -> Callable[[], Context]:
+    """`opentelemetry.context.get_current`, or what it calls when that is a context variable.
+
+    The API's default runtime context keeps the current context in a ``ContextVar``:
+    reading it straight gives the same context for two Python calls less.
+    """
+    from opentelemetry import context  # imported when used
+    from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+
+    runtime = getattr(context, "_RUNTIME_CONTEXT", None)
+    current = getattr(runtime, "_current_context", None)
+    if type(runtime) is ContextVarsRuntimeContext and type(current) is ContextVar:
+        return cast("Callable[[], Context]", current.get)
+    return context.get_current
 
 
 def _as_is(data: bytes) -> bytes:
@@ -289,7 +301,7 @@ def cache(
     digests = Digests()
     if models:
         responses = _Cache(
-            kept, ttl, encode_response, decode_response, _keeps_response, kept_response
+            kept, ttl, encode_response, decode_response, _keeps_response, kept_until_hit
         )
 
         @registry.on(MODEL_CALL, name=name, **place("cache"))

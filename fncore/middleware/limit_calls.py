@@ -109,12 +109,14 @@ def _count_here(counters: list[_Counter], run: RunInfo) -> _Counter | None:
 
     Checked and counted with no await in between: exact however many runs are concurrent.
     """
-    for counter in counters:
-        if counter.store is None and counter.state(run).get(counter.key) >= counter.allowed:
-            return counter
+    for counter in counters:  # `_Counter.state` inline, here and below
+        if counter.store is None:
+            state = run.state if counter.scope == "reply" else run.session_state
+            if state.get(counter.key) >= counter.allowed:
+                return counter
     for counter in counters:
         if counter.store is None:
-            state = counter.state(run)
+            state = run.state if counter.scope == "reply" else run.session_state
             state.set(counter.key, state.get(counter.key) + 1)
     return None
 
@@ -262,10 +264,12 @@ def limit_calls(
         def verdict_here(ctx: ReasoningContext) -> Verdict:
             run = ctx.run  # `verdict` with every counter in the run's state: no await
             for c in model:
-                if c.allowed - c.state(run).get(c.key) <= 1:
+                state = run.state if c.scope == "reply" else run.session_state
+                if c.allowed - state.get(c.key) <= 1:
                     return "last"
             for c in ending:
-                if c.state(run).get(c.key) >= c.allowed:
+                state = run.state if c.scope == "reply" else run.session_state
+                if state.get(c.key) >= c.allowed:
                     return "last"
             return "go"
 

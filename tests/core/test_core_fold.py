@@ -1,5 +1,6 @@
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -310,8 +311,54 @@ async def test_a_middleware_that_checks_itself_is_called_straight() -> None:
         return await call_next(x + 1)
 
     handler = fold_onion("tool_call", [("mw", mw)], add_one, int)
-    assert not asyncio.iscoroutinefunction(handler)
+    assert getattr(handler, "__code__", None) is mw.__code__  # the middleware, no guard
     assert await handler(1) == Success(3)
+
+
+def marked_layers() -> list[tuple[str, Any]]:
+    """One middleware that checks itself, each way it can be defined, and what it adds."""
+
+    @checks_itself("tool_call", "mw")
+    async def plain(x: int, call_next: Next) -> Outcome[int]:
+        return (await call_next(x * 10)).map(lambda v: v + 1)
+
+    @checks_itself("tool_call", "mw")
+    async def defaulted(x: int, call_next: Next, step: int = 1) -> Outcome[int]:
+        return (await call_next(x * 10)).map(lambda v: v + step)
+
+    async def method(offset: int, x: int, call_next: Next) -> Outcome[int]:
+        return (await call_next(x * 10)).map(lambda v: v + offset)
+
+    async def keyword(x: int, call_next: Next, *, offset: int) -> Outcome[int]:
+        return (await call_next(x * 10)).map(lambda v: v + offset)
+
+    return [
+        ("bound", plain),
+        ("straight", defaulted),  # a parameter with a default: the layer makes the call
+        ("bound", checks_itself("tool_call", "mw")(partial(method, 1))),
+        ("straight", checks_itself("tool_call", "mw")(partial(keyword, offset=1))),
+    ]
+
+
+@pytest.mark.parametrize(("way", "mw"), marked_layers())
+async def test_a_layer_with_its_call_next_bound_gives_what_a_straight_call_gives(
+    way: str, mw: Any
+) -> None:
+    """Bound (no frame of its own) or called by its layer, the same outcomes, each inner its own.
+
+    The same middleware folded twice, around two innermost ends, keeps each end apart,
+    and is itself left as it was.
+    """
+    defaults = getattr(mw, "__defaults__", None)
+    first = fold_onion("tool_call", [("mw", mw)], add_one, int)
+    second = fold_onion("tool_call", [("mw", mw)], lambda x: add_one(x + 100), int)
+    runs = (first.func if isinstance(first, partial) else first).__code__
+    own = (mw.func if isinstance(mw, partial) else mw).__code__
+    assert runs is own if way == "bound" else runs.co_name == "straight"
+    for x in (0, 1, 7):
+        assert await first(x) == Success(x * 10 + 2) == await mw(x, add_one)
+        assert await second(x) == Success(x * 10 + 102)
+    assert getattr(mw, "__defaults__", None) == defaults
 
 
 @pytest.mark.parametrize(
