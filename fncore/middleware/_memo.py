@@ -9,7 +9,10 @@ is a new object, worked out afresh.
 `begins` answers the question every history memo asks of a request: does it go on from a
 history remembered? Several memos ask it of the same two tuples in one round (`compact`'s
 and `rate_limit`'s counts, `redact_pii`'s conversations); the first pays the comparison,
-the others a lookup.
+the others a lookup. So that they do ask it of the same tuples, a memo that keeps a start
+of a request takes it from `prefix` (the same tuple for every memo that asks for it), and a
+memo that makes a history by adding messages to one (`redact_pii`'s redacted request)
+makes it with `joined`, which notes the answer: no memo compares them again.
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ class ByIdentity(Generic[_T, _V]):
         return done
 
 
-STARTS = 64
-"""How many answers of `begins` are remembered (only the ones that say yes)."""
+STARTS = 16
+"""How many answers of `begins` are remembered (only the ones that say yes; the memos of one
+request ask within its round, and each entry keeps two histories alive until forgotten)."""
 
 _starts: dict[tuple[int, int], tuple[tuple[object, ...], tuple[object, ...]]] = {}
 
@@ -89,3 +93,47 @@ def begins(items: tuple[_T, ...], start: tuple[_T, ...]) -> bool:
         return False
     put(_starts, key, (items, start), STARTS)
     return True
+
+
+PREFIXES = 8
+"""How many starts `prefix` remembers (the latest; one request's memos ask within a round)."""
+
+_prefixes: dict[tuple[int, int], tuple[tuple[object, ...], tuple[object, ...]]] = {}
+
+
+def prefix(items: tuple[_T, ...], size: int) -> tuple[_T, ...]:
+    """``items[:size]``: the same tuple for each memo that asks for it of the same ``items``.
+
+    Memos that each keep the history before a request's last message keep one tuple, so
+    that `begins` compares a later request to it once for all of them. The entry holds
+    ``items`` (so its id stays its own) and the start.
+
+    Example:
+        >>> items = (1, 2, 3)
+        >>> prefix(items, 2), prefix(items, 2) is prefix(items, 2)
+        ((1, 2), True)
+    """
+    if size >= len(items):
+        return items
+    key = (id(items), size)
+    found = _prefixes.get(key)
+    if found is not None:
+        return found[1]  # type: ignore[return-value]  # made of ``items`` as it holds
+    start = items[:size]
+    put(_prefixes, key, (items, start), PREFIXES)
+    return start
+
+
+def joined(start: tuple[_T, ...], more: tuple[_T, ...]) -> tuple[_T, ...]:
+    """``start + more``, noted to begin with ``start`` (`begins` of the two needs no compare).
+
+    Example:
+        >>> history = (1, 2)
+        >>> longer = joined(history, (3,))
+        >>> longer, begins(longer, history)
+        ((1, 2, 3), True)
+    """
+    items = start + more
+    if start and more:
+        put(_starts, (id(items), id(start)), (items, start), STARTS)
+    return items

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Generic, TypeAlias, TypeVar
 
 from fncore.core import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from fncore.middleware._memo import begins
+from fncore.middleware._memo import begins, prefix
 
 __all__ = [
     "Conversation",
@@ -105,6 +105,14 @@ class Generations(Generic[_K, _V]):
             if found is not None:
                 self._old_weight -= found[1]
         self._keep(key, (value, weight))
+
+    def drop(self, key: _K, value: _V) -> None:
+        """Forget ``key`` if it holds ``value`` (that very object)."""
+        for generation in (self._young, self._old):
+            found = generation.get(key)
+            if found is not None and found[0] is value:
+                self.pop(key)
+                return
 
     def pop(self, key: _K) -> None:
         """Forget ``key``."""
@@ -184,10 +192,12 @@ class Conversations:
     """Conversations redacted, found by their last message and by their first.
 
     By the last: a request that goes on from an earlier one (the next round, the next turn)
-    holds that one's last message among its own last few. By the first: a request that
-    shares a start with an earlier one but goes another way (a turn tried again, a history
-    cut back) shares its first message; the longest shared start is then found by
-    comparing slices, halving the difference. Both hold the message of their key.
+    holds that one's last message among its own last few. A conversation is found that way
+    while it is one of the latest `_BRANCHES` begun with its first message, or a turn's
+    start. By the first: a request that shares a start with an earlier one but goes another
+    way (a turn tried again, a history cut back) shares its first message; the longest
+    shared start is then found by comparing slices, halving the difference. Both hold the
+    message of their key.
     """
 
     __slots__ = ("_by_first", "_by_last")
@@ -247,14 +257,17 @@ class Conversations:
         self._by_last.put(id(messages[-1]), new, new.weight)
         if asked and found is not None and not whole:
             uses, weight = new.start(before)
-            inputs = messages[:before]
-            outputs = inputs if new.changed >= before else new.outputs[:before]
+            inputs = prefix(messages, before)  # the same tuple as other memos keep
+            outputs = inputs if new.changed >= before else prefix(new.outputs, before)
             owner = new.owner if uses else None
             start = Conversation(inputs, outputs, min(new.changed, before), uses, owner, weight)
             self._by_last.put(id(inputs[-1]), start, weight)
         key = id(messages[0])
         branches = self._by_first.get(key) or ()
-        kept = (new, *[c for c in branches if not (whole and c is found)])[:_BRANCHES]
+        kept = (new, *[c for c in branches if not (whole and c is found)])
+        for dropped in kept[_BRANCHES:]:  # found no more by its last message either: no
+            self._by_last.drop(id(dropped.inputs[-1]), dropped)  # long tuple kept for it
+        kept = kept[:_BRANCHES]
         self._by_first.put(key, kept, sum([c.weight for c in kept]))
 
 

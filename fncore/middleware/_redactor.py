@@ -32,6 +32,7 @@ from fncore.core import (
     ToolCallPart,
     ToolResultPart,
 )
+from fncore.middleware._memo import joined
 from fncore.middleware._pii import Detector, Span, find
 from fncore.middleware._redact_memo import Conversation, Memo, Owner, Spread, Uses, holds, size
 
@@ -313,7 +314,12 @@ class Pass:
                 if length == count:
                     return head
         passed, uses, changed = self._rest(messages, length, uses, changed)
-        out = messages if changed == count else head + tuple(passed)
+        if changed == count:
+            out = messages
+        elif found is not None and head is found.outputs:  # noted: ``out`` goes on from it
+            out = joined(head, tuple(passed))
+        else:
+            out = head + tuple(passed)
         weight += sum([size(m) for m in messages[length:]])
         owner = self._owner if uses else None
         new = Conversation(messages, out, changed, uses, owner, weight)

@@ -14,7 +14,12 @@ conversation; a `Tally` remembers, for one token counter:
   of them (the next round, the next turn of a session) is found by looking back over its
   newest messages, checked message by message against the remembered one (a comparison
   in C that stops at the first difference: identical messages compare in a few
-  nanoseconds), and costs the new messages' counts on top.
+  nanoseconds), and costs the new messages' counts on top. Two histories are kept per
+  conversation: the latest turn's start (the history its first request went on from,
+  kept for the turn asked again from there) and the latest history grown from it (the
+  last round's). The one a history replaces is forgotten at once, so that no long tuple of
+  a round gone by is kept alive (a garbage collection would walk it); a turn asked from
+  further back is counted from the nearest history kept, or message by message.
 
 Every memo is bounded: past its size it forgets its older half. What is forgotten is only
 counted again, and a history whose total was forgotten counts only its messages whose
@@ -27,11 +32,11 @@ import json
 from collections.abc import Sequence
 from itertools import compress
 from operator import itemgetter, not_
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 from fncore.core import Message, ToolSpec
 from fncore.middleware._compaction import TokenCounter
-from fncore.middleware._memo import ByIdentity, begins, put
+from fncore.middleware._memo import ByIdentity, begins, prefix, put
 
 _T = TypeVar("_T")
 
@@ -53,6 +58,9 @@ GROWTH = 64
 """How many new messages a history may have over a remembered one and still go on from it."""
 
 _count_of = itemgetter(1)
+
+_Key: TypeAlias = tuple[int, int]
+"""A history's key: the ``id`` of its last message, and its length."""
 
 
 def definition(spec: ToolSpec) -> Message:
@@ -83,7 +91,16 @@ def _total(memo: ByIdentity[_T, int], items: Sequence[_T]) -> int:
 class Tally:
     """The token counts of one counter: per message, tool definition, prompt and history."""
 
-    __slots__ = ("_histories", "_messages", "_prompts", "_size", "_tools", "_toolsets", "count")
+    __slots__ = (
+        "_histories",
+        "_latest",
+        "_messages",
+        "_prompts",
+        "_size",
+        "_tools",
+        "_toolsets",
+        "count",
+    )
 
     def __init__(
         self, count: TokenCounter, *, messages: int = MESSAGES, histories: int = HISTORIES
@@ -98,7 +115,11 @@ class Tally:
             lambda specs: _total(self._tools, specs), DEFINITIONS
         )
         self._prompts: dict[str, int] = {}
-        self._histories: dict[tuple[int, int], tuple[tuple[Message, ...], int]] = {}
+        self._histories: dict[_Key, tuple[tuple[Message, ...], int, _Key | None]] = {}
+        """``(id(last message), length)``: the history, its tokens, and the turn's start it
+        grew from (``None``: it is one)."""
+        self._latest: dict[_Key, _Key] = {}
+        """A turn's start: the latest history grown from it (the only one kept)."""
         self._size = histories
 
     @property
@@ -135,27 +156,40 @@ class Tally:
             entry = histories.get(key)
             if entry is None:
                 continue
-            known, tokens = entry
+            known, tokens, start = entry
             if end == size:
                 if known is messages or known == messages:
                     del histories[key]  # used again: put back, to be forgotten last
                     histories[key] = entry
                     return tokens
             elif begins(messages, known):
-                del histories[key]
-                histories[key] = entry
+                del histories[key]  # put back if kept, to be forgotten last
+                if start is None:  # a turn's start: kept for the turns asked from it
+                    histories[key] = entry
+                    start = key
+                elif messages[-1].role == "user":  # a new turn: where it went on from is
+                    histories[key] = (known, tokens, None)  # its start, replacing the last
+                    self._latest.pop(start, None)
+                    histories.pop(start, None)
+                    start = key
                 total = tokens + _total(self._messages, messages[end:])
                 break
         else:
             total = _total(self._messages, messages)
+            start = None
             if size > 1:  # and the history before its last message: a turn tried again, or
                 # asked anew from the same point, is found from there
-                before = messages[:-1]
-                put(
-                    histories,
-                    (id(before[-1]), size - 1),
-                    (before, total - self._messages(messages[-1])),
-                    self._size,
-                )
-        put(histories, (id(messages[-1]), size), (messages, total), self._size)
+                before = prefix(messages, size - 1)  # the same tuple as other memos keep
+                start = (id(before[-1]), size - 1)
+                tokens = total - self._messages(messages[-1])
+                put(histories, start, (before, tokens, None), self._size)
+        key = (id(messages[-1]), size)
+        put(histories, key, (messages, total, start), self._size)
+        if start is not None:  # the history it replaces as the latest grown from its start
+            # (a round gone on from, a turn asked anew) is forgotten: found as the start
+            # and its few new messages, it does not keep a long tuple alive meanwhile
+            replaced = self._latest.pop(start, None)
+            if replaced is not None and replaced != key:
+                histories.pop(replaced, None)
+            put(self._latest, start, key, self._size)
         return total

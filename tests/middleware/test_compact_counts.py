@@ -436,3 +436,74 @@ def test_a_forgotten_total_counts_only_the_messages_forgotten_too() -> None:
     assert 1 < len(log) < len(longer)
     assert log[-1] is longer[-1]
     assert all(m in history for m in log[:-1])
+
+
+def past(n: int) -> tuple[Message, ...]:
+    """The four messages of turn ``n``: a question, a call, its result, an answer."""
+    call = ToolCallPart(f"c{n}", "add", f'{{"a": {n}}}')
+    return (
+        Message.user(f"Turn {n}: what is {n} + 2?"),
+        Message("assistant", (call,)),
+        Message("tool", (ToolResultPart(call.id, "add", str(n + 2)),)),
+        Message.assistant(f"{n} + 2 = {n + 2}."),
+    )
+
+
+def rounds(
+    history: tuple[Message, ...], turn: tuple[Message, ...]
+) -> tuple[tuple[Message, ...], ...]:
+    """The two requests of ``turn`` after ``history``: its question, then with the result."""
+    return (*history, turn[0]), (*history, *turn[:3])
+
+
+HISTORY = tuple(m for n in range(30) for m in past(n))
+
+
+def test_a_tally_keeps_two_histories_however_long_the_conversation() -> None:
+    """However long the conversation, a tally keeps two histories (and equals a cold count).
+
+    Turn after turn, two rounds each: the turn's start and its latest round are kept.
+    """
+    log: list[Message] = []
+    tally = Tally(logged(log), messages=1)
+    history = HISTORY
+    for n in range(30, 60):  # longer than a tally looks back for a history it went on from
+        turn = past(n)
+        for request in rounds(history, turn):
+            assert tally.history(request) == cold(request)
+            assert tally.remembered[1] <= 3
+        history = (*history, *turn)
+    log.clear()
+    again = (*history[:-1], Message.assistant("Another answer."))  # the last answer, again
+    assert tally.history(again) == cold(again)
+    assert log == [again[-1]]  # counted from the round before it, not message by message
+
+
+def test_turns_asked_anew_from_one_start_keep_no_old_branch() -> None:
+    """Turns asked anew from one history count only their new messages; old branches go."""
+    log: list[Message] = []
+    tally = Tally(logged(log), messages=1)
+    for n in range(40):
+        first, second = rounds(HISTORY, past(100 + n))
+        assert tally.history(first) == cold(first)
+        if n:
+            assert log == [first[-1]]  # the start is kept: only the question is new
+        assert tally.history(second) == cold(second)
+        assert tally.remembered[1] <= 3
+        log.clear()
+    earlier = rounds(HISTORY, past(100))[1]  # a branch forgotten: counted from the start kept
+    assert tally.history(earlier) == cold(earlier)
+    assert log == list(earlier[len(HISTORY) :])
+
+
+def test_a_changed_message_is_counted_again_after_a_round_is_forgotten() -> None:
+    """A history with a message edited in place of one counted is counted afresh."""
+    log: list[Message] = []
+    tally = Tally(logged(log), messages=1)
+    first, second = rounds(HISTORY, past(30))
+    assert tally.history(first) == cold(first)
+    assert tally.history(second) == cold(second)
+    edited = (*second[:5], Message.user("edited: bob@example.org"), *second[6:])
+    log.clear()
+    assert tally.history(edited) == cold(edited)
+    assert edited[5] in log

@@ -1,4 +1,8 @@
-"""`_memo.begins`: whether a history goes on from another, asked once per pair of tuples."""
+"""`_memo.begins`: whether a history goes on from another, asked once per pair of tuples.
+
+The starts memos keep come from `prefix` (one tuple for each memo that asks) and a history
+made by adding to one from `joined` (noted to begin with it), so `begins` compares once.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from hypothesis import strategies as st
 
 from fncore import Message
 from fncore.middleware import _memo
-from fncore.middleware._memo import STARTS, begins
+from fncore.middleware._memo import PREFIXES, STARTS, begins, joined, prefix
 
 POOL = tuple(Message.user(f"m{i}") for i in range(3))
 
@@ -46,3 +50,26 @@ def test_what_is_remembered_is_bounded_and_ids_used_again_are_not_mistaken() -> 
         assert len(_memo._starts) <= STARTS
         del items, start
     assert reused  # the allocator gave a forgotten tuple's id to a new one
+
+
+HISTORY = tuple(Message.user(f"message {i}") for i in range(40))
+
+
+def test_prefix_is_the_slice_and_the_same_tuple_for_each_memo_asking() -> None:
+    """``prefix`` gives ``items[:size]``, one tuple however many ask; at most PREFIXES held."""
+    assert prefix(HISTORY, 10) == HISTORY[:10]
+    assert prefix(HISTORY, 10) is prefix(HISTORY, 10)
+    assert prefix(HISTORY, len(HISTORY)) is HISTORY
+    for size in range(3 * PREFIXES):
+        assert prefix(HISTORY, size) == HISTORY[:size]
+        assert len(_memo._prefixes) <= PREFIXES
+
+
+@given(st.integers(0, 20), st.integers(0, 5))
+def test_joined_is_the_concatenation_and_begins_with_its_start(size: int, more: int) -> None:
+    """A joined history equals ``start + more`` and begins with ``start``, as compared."""
+    start, rest = HISTORY[:size], HISTORY[size : size + more]
+    items = joined(start, rest)
+    assert items == start + rest
+    assert begins(items, start)
+    assert begins(items, tuple(start))  # a copy: compared, the same answer

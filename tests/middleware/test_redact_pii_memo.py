@@ -20,9 +20,10 @@ from fncore import (
     ToolResultPart,
 )
 from fncore.events import TextDelta
-from fncore.middleware import PIIBlocked, redact_pii
+from fncore.middleware import PIIBlocked, _memo, redact_pii
+from fncore.middleware._memo import begins
 from fncore.middleware._pii import _EMAIL, BUILTIN, find
-from fncore.middleware._redact_memo import Generations, Memo, _shared
+from fncore.middleware._redact_memo import _BRANCHES, Generations, Memo, _shared
 from fncore.middleware._redactor import Rules
 from fncore.testing import FunctionModel, ScriptedModel, tool_calls
 
@@ -373,3 +374,42 @@ def test_the_shared_start_is_the_longest_equal_one(
     while longest < min(len(a), len(b)) and a[longest] == b[longest]:
         longest += 1
     assert _shared(a, b) == longest
+
+
+def rounds(
+    history: tuple[Message, ...], asked: tuple[Message, ...]
+) -> tuple[tuple[Message, ...], ...]:
+    """The two requests of turn ``asked`` after ``history``: its question, then its result."""
+    return (*history, asked[0]), (*history, *asked[:3])
+
+
+def test_redacted_requests_are_noted_to_go_on_from_the_last_one() -> None:
+    """A round's redacted request, made from the last one's, is noted to begin with it.
+
+    `begins` answers without a comparison, and the request is what a cold scan gives.
+    """
+    memo = Memo(1_000_000)
+    first, second = rounds(CONVERSATION, turn(30))
+    out1 = RULES.inward(None, memo).request(ModelRequest(first)).messages
+    out2 = RULES.inward(None, memo).request(ModelRequest(second)).messages
+    assert out2 == RULES.inward(None).request(ModelRequest(second)).messages
+    assert (id(out2), id(out1)) in _memo._starts
+    assert begins(out2, out1)
+
+
+def test_turns_asked_anew_keep_a_few_branches_of_a_history() -> None:
+    """Turns asked anew from one history keep only the latest few branches findable.
+
+    Each is redacted as a cold scan would; no long tuple is kept for the older branches.
+    """
+    memo = Memo(10_000_000)
+    for n in range(3 * _BRANCHES):
+        for request in rounds(CONVERSATION, turn(100 + n)):
+            out = RULES.inward(None, memo).request(ModelRequest(request)).messages
+            assert out == RULES.inward(None).request(ModelRequest(request)).messages
+        assert len(memo.conversations._by_last) <= _BRANCHES + 1
+    edited = (*CONVERSATION[:5], Message.user("now carl@example.org"), *CONVERSATION[6:])
+    request = rounds(edited, turn(200))[0]
+    out = RULES.inward(None, memo).request(ModelRequest(request)).messages
+    assert out[5].text == "now [EMAIL]"
+    assert out == RULES.inward(None).request(ModelRequest(request)).messages
