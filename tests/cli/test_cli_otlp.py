@@ -24,9 +24,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from processes import LISTENING
 from support import run_fncore
 from test_cli import ANSWER, PROMPT, _fncore_command
-from test_cli_serve import APP, LISTENING, free_port
+from test_cli_serve import APP, free_port
 
 from fncore.cli._otlp import export_from_environment
 
