@@ -166,27 +166,13 @@ class InProcess:
             token limit), or the `Refusal` of the first limit that has no room.
         """
         now = self._clock()
-        with self._lock:  # `FixedWindow.wait`, `MovingWindow.take` and `FixedWindow.add`, inline
+        with self._lock:
             moving, fixed = self._windows.get(model) or self._of(model)
-            if fixed is not None:
-                if fixed.ends <= now:
-                    fixed.count = 0
-                if fixed.count + reserved > fixed.limit:
-                    return Refusal("tokens_per_minute", fixed.ends - now)
-            if moving is not None:
-                hits = moving._hits
-                since = now - moving.seconds
-                while hits and hits[0] < since:
-                    hits.popleft()
-                if len(hits) >= moving.limit:
-                    return Refusal("requests_per_minute", hits[0] - since)
-                hits.append(now)
-            if fixed is None:
-                return 0.0
-            fixed.count += reserved  # a window that ended was emptied above
-            if fixed.count == reserved:  # it was empty: a window starts
-                fixed.ends = now + fixed.seconds
-            return fixed.ends
+            if fixed is not None and (wait := fixed.wait(reserved, now)) is not None:
+                return Refusal("tokens_per_minute", wait)
+            if moving is not None and (wait := moving.take(now)) is not None:
+                return Refusal("requests_per_minute", wait)
+            return 0.0 if fixed is None else fixed.add(reserved, now)
 
     def settle(self, model: str, reserved: int, window: float, used: int) -> None:
         """Settle ``reserved`` tokens, taken in ``window``, with the ``used`` ones.
@@ -201,8 +187,7 @@ class InProcess:
             fixed = (self._windows.get(model) or self._of(model))[1]
             if fixed is None:
                 return
-            if used < reserved:  # `FixedWindow.give_back`, inline
-                if fixed.ends == window and window > now:
-                    fixed.count = max(fixed.count - (reserved - used), 0)
+            if used < reserved:
+                fixed.give_back(reserved - used, window, now)
             else:
                 fixed.add(used - reserved, now)

@@ -548,12 +548,7 @@ def rate_limit(
                     return await call_next(ctx)
                 outcome = await call_next(ctx)
                 if local is not None:
-                    if type(outcome) is Success:  # `_used`, inline
-                        usage = outcome._inner_value.usage
-                        used = usage.input_tokens + usage.output_tokens
-                    else:
-                        used = 0
-                    local.settle(model, reserved, window, used)
+                    local.settle(model, reserved, window, _used(outcome))
                 else:
                     await rates.settle(model, reserved, window, outcome)
                 return outcome

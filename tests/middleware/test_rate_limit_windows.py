@@ -182,61 +182,25 @@ def test_a_moving_window_takes_a_hit_only_if_it_fits() -> None:
     assert window.take(60.5) is None
 
 
-class _Composed:
-    """The windows' own methods composed, as `InProcess` took and settled before it inlined them."""
+def test_settling_gives_back_what_was_not_used_and_counts_what_went_over() -> None:
+    """Unused tokens go back to their window if it has not ended; overuse counts now.
 
-    def __init__(self, requests: int | None, tokens: int | None, seconds: float) -> None:
-        self.moving = None if requests is None else MovingWindow(requests, seconds)
-        self.fixed = None if tokens is None else FixedWindow(tokens, seconds)
-
-    def take(self, reserved: int, now: float) -> Refusal | float:
-        fixed, moving = self.fixed, self.moving
-        if fixed is not None and (wait := fixed.wait(reserved, now)) is not None:
-            return Refusal("tokens_per_minute", wait)
-        if moving is not None and (wait := moving.take(now)) is not None:
-            return Refusal("requests_per_minute", wait)
-        return 0.0 if fixed is None else fixed.add(reserved, now)
-
-    def settle(self, reserved: int, window: float, used: int, now: float) -> None:
-        if used == reserved or self.fixed is None:
-            return
-        if used < reserved:
-            self.fixed.give_back(reserved - used, window, now)
-        else:
-            self.fixed.add(used - reserved, now)
-
-
-@given(
-    st.sampled_from([(3, 100), (None, 100), (3, None), (1, 0)]),
-    st.lists(
-        st.tuples(st.integers(0, 12), st.integers(0, 120), st.integers(0, 150), st.integers(0, 25)),
-        max_size=80,
-    ),
-)
-def test_in_process_takes_and_settles_as_the_windows_methods_composed(
-    limits: tuple[int | None, int | None], steps: list[tuple[int, int, int, int]]
-) -> None:
-    """`InProcess`'s inlined take and settle give what the windows' methods give, step by step.
-
-    Each step takes ``reserved`` tokens and a request at a later time and, if admitted,
-    settles them with ``used`` (less, as much, or more) ``later`` half-seconds after; in
-    half-seconds, window edges (10 s) come up often. Refusals, windows and counts are
-    compared after each.
+    What a call used beyond its reservation counts in the current window.
     """
     now = [0.0]
-    fast = InProcess(*limits, seconds=10, clock=lambda: now[0])
-    slow = _Composed(*limits, seconds=10)
-    for step, reserved, used, later in steps:
-        now[0] += step / 2
-        taken = fast.take("m", reserved)
-        assert taken == slow.take(reserved, now[0])
-        if not isinstance(taken, Refusal):
-            now[0] += later / 2
-            fast.settle("m", reserved, taken, used)
-            slow.settle(reserved, taken, used, now[0])
-        moving, fixed = fast._windows["m"]
-        assert (None if fixed is None else (fixed.count, fixed.ends)) == (
-            None if slow.fixed is None else (slow.fixed.count, slow.fixed.ends)
-        )
-        assert (moving is None) == (slow.moving is None)
-        assert moving is None or slow.moving is None or moving._hits == slow.moving._hits
+    rates = InProcess(requests=None, tokens=100, seconds=10, clock=lambda: now[0])
+    first = rates.take("m", 60)
+    assert first == 10.0  # the window the call found empty ends 10 s later
+    rates.settle("m", 60, first, used=20)  # 40 back
+    now[0] = 4.0
+    second = rates.take("m", 80)  # 20 + 80 fits exactly
+    assert second == 10.0
+    rates.settle("m", 80, second, used=90)  # 10 more than reserved: 110 counted
+    assert rates.take("m", 0) == Refusal("tokens_per_minute", 6.0)
+    now[0] = 10.0  # the window has ended: a new one starts with what it counts
+    third = rates.take("m", 30)
+    assert third == 20.0
+    rates.settle("m", 80, second, used=0)  # given back to a window that ended: to nothing
+    rates.settle("m", 30, third, used=100)  # 70 over, in the current window: 100 counted
+    assert rates.take("m", 1) == Refusal("tokens_per_minute", 10.0)
+    assert rates.take("m", 0) == 20.0
