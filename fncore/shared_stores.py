@@ -109,8 +109,6 @@ class _KeyLock:
 
 _NEVER = float("inf")
 
-_new_entry = object.__new__
-
 
 class _Entries:
     """A bounded LRU of entries that expire one by one: the table of `MemoryStore`.
@@ -128,31 +126,30 @@ class _Entries:
     once there are twice as many deadlines as entries.
     """
 
-    __slots__ = ("_clock", "_deadlines", "_entries", "_late", "max_entries", "table")
+    __slots__ = ("_clock", "_deadlines", "_late", "max_entries", "table")
 
     def __init__(self, max_entries: int, clock: Callable[[], float]) -> None:
         self.max_entries = max_entries
         self._clock = clock
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self.table = self._entries
+        self.table: OrderedDict[str, _Entry] = OrderedDict()
         """The entries by key, least recently used first (expired ones among them)."""
         self._deadlines: deque[tuple[float, str]] = deque()  # in order: oldest first
         self._late: list[tuple[float, str]] = []  # a heap of those that came out of order
 
     def get(self, key: str) -> _Entry | None:
         """The live entry under ``key`` (now the most recently used), or ``None``."""
-        entry = self._entries.get(key)
+        entry = self.table.get(key)
         if entry is None:
             return None
         if entry.expires <= self._clock():
-            del self._entries[key]
+            del self.table[key]
             return None
-        self._entries.move_to_end(key)
+        self.table.move_to_end(key)
         return entry
 
     def put(self, key: str, entry: _Entry) -> None:
         """Keep ``entry`` under ``key``, forgetting what expired or was used least if full."""
-        entries = self._entries
+        entries = self.table
         if key in entries:
             entries[key] = entry
             entries.move_to_end(key)
@@ -172,7 +169,7 @@ class _Entries:
 
     def _sweep(self) -> None:
         """Forget the deadlines of entries replaced or evicted since they were kept."""
-        get = self._entries.get
+        get = self.table.get
         live = [d for d in self._deadlines if (e := get(d[1])) is not None and e.expires == d[0]]
         self._deadlines = deque(live)
         late = self._late
@@ -181,7 +178,7 @@ class _Entries:
 
     def _make_room(self) -> None:
         """Forget what has expired, then the least recently used, down to ``max_entries``."""
-        entries, deadlines, late = self._entries, self._deadlines, self._late
+        entries, deadlines, late = self.table, self._deadlines, self._late
         now = self._clock()
         while deadlines and deadlines[0][0] <= now:
             self._expire(*deadlines.popleft())
@@ -194,13 +191,13 @@ class _Entries:
 
     def _expire(self, expires: float, key: str) -> None:
         """Forget ``key`` if its entry is still the one that expires at ``expires``."""
-        entry = self._entries.get(key)
+        entry = self.table.get(key)
         if entry is not None and entry.expires == expires:
-            del self._entries[key]
+            del self.table[key]
 
     def pop(self, key: str) -> None:
         """Forget ``key``."""
-        self._entries.pop(key, None)
+        self.table.pop(key, None)
 
 
 class MemoryStore:
@@ -213,7 +210,7 @@ class MemoryStore:
         (1.0, 3.0)
     """
 
-    __slots__ = ("_clock", "_entries", "_locks", "_table", "max_entries")
+    __slots__ = ("_clock", "_entries", "_locks", "max_entries")
 
     def __init__(
         self, max_entries: int = DEFAULT_MAX_ENTRIES, clock: Callable[[], float] = time.monotonic
@@ -221,7 +218,6 @@ class MemoryStore:
         self.max_entries = max_entries
         self._clock = clock
         self._entries = _Entries(max_entries, clock)
-        self._table = self._entries.table  # what it holds, expired or not
         # asyncio locks belong to a loop: one table per running loop, the held keys only
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _KeyLock]] = (
             weakref.WeakKeyDictionary()
@@ -247,7 +243,7 @@ class MemoryStore:
 
         A value kept with another codec is given as its bytes, as `get` gives it.
         """
-        if key not in self._table:  # a miss, known without `_Entries.get`
+        if key not in self._entries.table:  # a miss, known without `_Entries.get`
             return None
         entry = self._entries.get(key)
         if entry is None:
@@ -264,11 +260,7 @@ class MemoryStore:
         What reads it back with the same ``encode`` (`get_kept`) gets ``value`` itself, not
         a copy: keep only values that do not change.
         """
-        entry = _new_entry(_Entry)  # its fields stored here: no __init__ call
-        entry.value = value
-        entry.expires = _NEVER if ttl is None else self._clock() + ttl
-        entry.encode = encode
-        self._entries.put(key, entry)
+        self._entries.put(key, _Entry(value, self._deadline(ttl), encode))
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store the value."""

@@ -97,16 +97,12 @@ NO_USAGE = Usage()
 # Kept as values (memory://): what the JSON form would read back as --------------------------
 
 
-def _plain(text: object) -> bool:
-    return type(text) is str
-
-
 def _keepable(response: ModelResponse) -> bool:
     """Whether ``response``'s JSON form reads back as it is, sure without the text."""
     if (
         response.message.role != "assistant"
         or response.finish_reason not in _FINISHED
-        or not _plain(response.model_name)
+        or type(response.model_name) is not str
     ):
         return False
     return all(map(plain_part, response.message.parts))
@@ -148,13 +144,7 @@ def kept_until_hit(response: ModelResponse) -> ModelResponse | None:
     message = response.message
     if message.cache or type(message.parts) is not tuple or response._sent is not None:
         return kept_response(response)
-    if (  # `_keepable`, inline
-        message.role != "assistant"
-        or response.finish_reason not in _FINISHED
-        or type(response.model_name) is not str
-    ):
-        return None
-    return response if all(map(plain_part, message.parts)) else None
+    return response if _keepable(response) else None
 
 
 def kept_result(result: ToolResult) -> ToolResult | None:

@@ -332,7 +332,7 @@ class _Spender:
                     return Failure(_exceeded(*over, self.name))
             outcome = await call_next(ctx)
             if type(outcome) is Success:
-                response: ModelResponse = outcome._inner_value
+                response: ModelResponse = outcome.unwrap()
                 usage = response.usage
                 tokens = (
                     self.input_weight * usage.input_tokens

@@ -177,7 +177,7 @@ class _Cache(Generic[_T]):
             if shared is not None:
                 return Success(shared), True
             outcome = await call(ctx)
-            if type(outcome) is Success and self._keep(value := outcome._inner_value):
+            if type(outcome) is Success and self._keep(value := outcome.unwrap()):
                 shared = value
                 if local is None:
                     await self._set(key, value)
