@@ -181,19 +181,21 @@ class Runner:
                 return Failure(copied)
             kept = copied
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
-        run = _run_info(  # every field given in order: no keyword, no default's factory
+        # Every field given in order (no keyword, no default's factory): mypy checks each
+        # one's type, and no two fields of one type stand side by side.
+        run = _run_info(
             f"{_RUN_PREFIX}-{next(_run_ids)}" if run_id is None else run_id,
-            meta,
+            meta,  # metadata
             State() if shared is None else State(parent=shared),  # no keyword: 1,000 instructions
             emit,
             session_id,
-            kept,
-            self.name,
-            None,
-            NO_DECISIONS,
-            engine.call_model,
-            None,
-            steps,
+            kept,  # session_state
+            self.name,  # agent
+            None,  # calling
+            NO_DECISIONS,  # decisions
+            engine.call_model,  # _caller
+            None,  # _resume
+            steps,  # _steps
         )
         choice = tool_choice if tool_choice is not None else self.default_choice
         settings = model_settings if model_settings is not None else self.default_settings

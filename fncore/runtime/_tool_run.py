@@ -157,15 +157,18 @@ class ToolRunner:
 
     def call_inline(self, tool: Tool, args: BaseModel) -> ToolResult:
         """Call the sync ``tool`` (``inline=True``) on the event loop: `invoke` without a wait."""
+        return self._result(tool.name, self._inline(tool, args))
+
+    def _inline(self, tool: Tool, args: BaseModel) -> object:
+        """What the sync ``tool`` returned, called on the event loop; if it raised, the error."""
         try:
-            value = tool.function(**tool.keywords(args))
+            return tool.function(**tool.keywords(args))
         except asyncio.CancelledError as exc:
             if not _spurious(exc):
                 raise
             return _cancelled(tool.name)
         except Exception as exc:
             return self._failed(tool.name, exc)
-        return self._result(tool.name, value)
 
     def _failed(self, name: str, exc: Exception) -> ToolResult:
         """The error result of tool ``name`` raising ``exc``."""
@@ -204,21 +207,13 @@ class ToolRunner:
             or type(tool.function) is Delegate
         ):
             return None
-        try:  # `call_inline`, with the part built straight from the usual text answer
-            value = tool.function(**tool.keywords(item.args))
-        except asyncio.CancelledError as exc:
-            if not _spurious(exc):
-                raise
-            result = _cancelled(tool.name)
-        except Exception as exc:
-            result = self._failed(tool.name, exc)
-        else:
-            cls = type(value)
-            if cls is str:
-                return _part(call.id, call.name, value, False)  # type: ignore[arg-type]
-            if cls is int:
-                return _part(call.id, call.name, repr(value), False)
-            result = self._result(tool.name, value)
+        value = self._inline(tool, item.args)  # `call_inline`, the usual text answer first
+        cls = type(value)
+        if cls is str:
+            return _part(call.id, call.name, value, False)  # type: ignore[arg-type]
+        if cls is int:
+            return _part(call.id, call.name, repr(value), False)
+        result = self._result(tool.name, value)
         return _part(call.id, call.name, result.content, result.is_error)
 
     async def one(
