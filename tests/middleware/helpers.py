@@ -6,8 +6,20 @@ from typing import Any
 
 import pytest
 
-from fncore import Agent, ConfigError, Container, RunOutcome, load_container
+from fncore import (
+    Agent,
+    ConfigError,
+    Container,
+    ModelCallContext,
+    ModelCallNext,
+    ModelResponse,
+    Outcome,
+    Registry,
+    RunOutcome,
+    load_container,
+)
 from fncore.events import RunCompleted
+from fncore.testing import ScriptedModel
 
 
 def configured(*entries: dict[str, Any]) -> Container:
@@ -34,3 +46,26 @@ async def outcome_of(agent: Agent, prompt: str, *, streaming: bool, **options: A
         last = event
     assert isinstance(last, RunCompleted)
     return last.outcome
+
+
+async def seen_outside_cache(cache: Registry, answer: ModelResponse) -> list[ModelResponse]:
+    """What a ``model_call`` middleware outside ``cache`` sees over two runs of one prompt.
+
+    The model answers ``answer``, then would answer something else: the second run is the
+    cache's hit. ``cache`` is closed afterwards.
+    """
+    seen: list[ModelResponse] = []
+    registry = Registry()
+
+    @registry.on("model_call", name="trace")  # placed outside the cache
+    async def spy(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
+        outcome = await call_next(ctx)
+        seen.append(outcome.unwrap())
+        return outcome
+
+    registry.include(cache)
+    agent = Agent(ScriptedModel([answer, "unused"]), registry=registry)
+    for _ in range(2):
+        await agent.run("go")
+    await registry.aclose()
+    return seen

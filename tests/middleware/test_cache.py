@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import config_error, configured, outcome_of
+from helpers import config_error, configured, outcome_of, seen_outside_cache
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -629,21 +629,8 @@ async def test_a_hit_is_the_same_response_from_every_store(store: str) -> None:
     """memory:// and Redis give back the same response: its JSON form's, without usage."""
     answer = Message("assistant", (ReasoningPart("hm", signature="s"), TextPart("4")))
     response = ModelResponse(answer, Usage(3, 1), "stop", "gpt")
-    seen: list[ModelResponse] = []
-    registry = Registry()
-
-    @registry.on("model_call", name="trace")  # placed outside the cache
-    async def spy(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
-        outcome = await call_next(ctx)
-        seen.append(outcome.unwrap())
-        return outcome
-
-    registry.include(cache(store=store))
-    agent = Agent(ScriptedModel([response, "unused"]), registry=registry)
-    for _ in range(2):
-        await agent.run("go")
+    seen = await seen_outside_cache(cache(store=store), response)
     assert seen == [response, ModelResponse(answer, Usage(), "stop", "gpt")]
-    await registry.aclose()
 
 
 async def test_an_answer_memory_cannot_keep_as_a_value_is_kept_as_json() -> None:

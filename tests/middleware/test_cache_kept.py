@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from helpers import seen_outside_cache
 from opentelemetry import context, trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from fncore import (
-    Agent,
     Message,
-    ModelCallContext,
-    ModelCallNext,
     ModelRequest,
     ModelResponse,
-    Outcome,
-    Registry,
     TextPart,
     Usage,
 )
 from fncore.middleware import cache
 from fncore.middleware._cache_json import NO_USAGE, kept_response, kept_until_hit
 from fncore.middleware.cache import _current_context
-from fncore.testing import ScriptedModel
 
 ANSWERS = [
     ModelResponse(Message.assistant("4"), Usage(3, 1), "stop", "gpt"),
@@ -51,20 +46,7 @@ async def test_a_hit_gives_back_what_a_copy_kept_at_the_miss_would(
     response: ModelResponse,
 ) -> None:
     """The hit's response equals `kept_response` of the answer, no usage, nothing sent."""
-    seen: list[ModelResponse] = []
-    registry = Registry()
-
-    @registry.on("model_call", name="trace")  # placed outside the cache
-    async def spy(ctx: ModelCallContext, call_next: ModelCallNext) -> Outcome[ModelResponse]:
-        outcome = await call_next(ctx)
-        seen.append(outcome.unwrap())
-        return outcome
-
-    registry.include(cache())
-    agent = Agent(ScriptedModel([response, "unused"]), registry=registry)
-    for _ in range(2):
-        await agent.run("go")
-    hit = seen[1]
+    hit = (await seen_outside_cache(cache(), response))[1]
     assert hit == kept_response(response)
     assert (hit.usage, hit.message.cache, type(hit.message.parts), hit._sent) == (
         Usage(),
@@ -72,7 +54,6 @@ async def test_a_hit_gives_back_what_a_copy_kept_at_the_miss_would(
         tuple,
         None,
     )
-    await registry.aclose()
 
 
 def test_the_current_context_is_read_as_opentelemetry_reads_it() -> None:
