@@ -17,6 +17,10 @@ shown too, with the spread (max - min) / median across rounds.
   cost of switching a position on (a context object and the innermost adapter);
 * ``floor``: the same workload as a hand-written async loop over plain dicts and lists;
 * ``closure``: a chain of 10 bare async closures, the floor of one layer;
+* ``closure_run``: ``base`` with the model behind 10 bare async closures (against 1 in
+  ``closure_run1``), so that a bare closure layer is also timed where a middleware layer
+  is, inside a run (an informative figure, ``layer_ratio_in_run``; the target is on
+  ``layer_ratio``);
 * ``history``: ``base`` continuing a session that holds 1,000 prior messages (tool rounds
   included), loaded from and committed to a session store each run;
 * ``concurrent``: wall time and peak memory of 1,000 runs gathered on one agent.
@@ -84,6 +88,8 @@ LAYER_CALLS = DEPTH + 2 * DEPTH + DEPTH
 """Layer calls per run with the middleware stack: run once, model_call twice, tool_call once."""
 ONE_LAYER_CALLS = 1 + 2 + 1
 """Layer calls per run with one middleware per position."""
+MODEL_CALLS = 2
+"""Model calls per run: the tool call, then the text."""
 TARGET_BASE_RATIO = 4.5
 """Goal: a 0-middleware run costs at most this many hand-written loops."""
 TARGET_LAYER_RATIO = 3.0
@@ -248,6 +254,43 @@ def make_agent(depth: int, *, yield_once: bool = False) -> Agent:
         registry=middleware_registry(depth),
         tools=[ADD],
     )
+
+
+class ClosureModel:
+    """`InstantModel` behind ``depth`` bare async closures: closure layers inside a run.
+
+    Args:
+        depth: Closures around the model's ``request``.
+    """
+
+    __slots__ = ("_chain", "_model")
+
+    name = "instant"
+
+    def __init__(self, depth: int) -> None:
+        self._model = InstantModel()
+        chain: Callable[[ModelRequest], Awaitable[Result[ModelResponse, ModelError]]]
+        chain = self._model.request
+        for _ in range(depth):
+
+            def wrap(
+                nxt: Callable[[ModelRequest], Awaitable[Result[ModelResponse, ModelError]]],
+            ) -> Callable[[ModelRequest], Awaitable[Result[ModelResponse, ModelError]]]:
+                async def layer(request: ModelRequest) -> Result[ModelResponse, ModelError]:
+                    return await nxt(request)
+
+                return layer
+
+            chain = wrap(chain)
+        self._chain = chain
+
+    async def request(self, request: ModelRequest) -> Result[ModelResponse, ModelError]:
+        """The model's answer, through the closures."""
+        return await self._chain(request)
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamItem]:
+        """The model's stream (no closures: only ``request`` is timed)."""
+        return self._model.stream(request)
 
 
 def prior_history(size: int) -> tuple[Message, ...]:
@@ -563,6 +606,8 @@ async def measure(options: Options) -> dict[str, Any]:
         Workload("mw1", mw1_agent.run, PROMPT),
         Workload("floor", floor_run, PROMPT),
         Workload("closure", closure_chain(DEPTH), None),
+        Workload("closure_run", Agent(ClosureModel(DEPTH), tools=[ADD]).run, PROMPT),
+        Workload("closure_run1", Agent(ClosureModel(1), tools=[ADD]).run, PROMPT),
         Workload("leaf", closure_chain(0), None),
         Workload("fold", fold_chain(DEPTH), None),
         Workload("fold_leaf", fold_chain(0), None),
@@ -603,6 +648,7 @@ async def measure(options: Options) -> dict[str, Any]:
     average_layer_us = (low["mw"] - low["base"]) / LAYER_CALLS
     switch_on_us = low["mw1"] - low["base"] - ONE_LAYER_CALLS * per_layer_us
     closure_layer_median = (med["closure"] - med["leaf"]) / DEPTH
+    closure_in_run_us = (low["closure_run"] - low["closure_run1"]) / ((DEPTH - 1) * MODEL_CALLS)
     spread = {
         w.name: (max(w.samples_ns) - min(w.samples_ns)) / statistics.median(w.samples_ns)
         for w in works
@@ -623,6 +669,8 @@ async def measure(options: Options) -> dict[str, Any]:
         "per_layer_us": per_layer_us,
         "base_ratio": low["base"] / low["floor"],
         "layer_ratio": per_layer_us / closure_layer_us,
+        "closure_layer_in_run_us": closure_in_run_us,
+        "layer_ratio_in_run": per_layer_us / closure_in_run_us,
         "history_us": low["history"],
         "history_us_median": med["history"],
         "history_messages": HISTORY,
@@ -711,6 +759,8 @@ def report(figures: dict[str, Any]) -> str:
         f"  layer_ratio (extra layer / closure)    {f['layer_ratio']:6.2f}  "
         f"target <= {TARGET_LAYER_RATIO:g}  {_verdict(f['layer_ratio'], TARGET_LAYER_RATIO)}"
         f"   [median-based {f['layer_ratio_median']:.2f}]",
+        f"    in a run, a closure layer costs {f['closure_layer_in_run_us'] * 1000:.1f} ns: "
+        f"a middleware layer is {f['layer_ratio_in_run']:.2f} of those (informative)",
         f"  history_ratio (1,000 msgs / base)      {f['history_ratio']:6.2f}  "
         f"target <= {TARGET_HISTORY_RATIO:g}  "
         f"{_verdict(f['history_ratio'], TARGET_HISTORY_RATIO)}"

@@ -11,6 +11,8 @@ DERIVED = (
     "per_layer_us",
     "base_ratio",
     "layer_ratio",
+    "closure_layer_in_run_us",
+    "layer_ratio_in_run",
     "history_ratio",
     "concurrent_peak_rss_mb",
 )
@@ -24,8 +26,8 @@ def test_quick_run_prints_every_figure_as_json() -> None:
     check_figures(figures, MEASURED, DERIVED)
     assert figures["layer_calls_per_run"] == 40
     assert figures["history_messages"] == 1000
-    for ratio in ("base_ratio", "layer_ratio", "history_ratio"):
-        assert ratio in table
+    for label in ("base_ratio", "layer_ratio", "history_ratio", "a closure layer costs"):
+        assert label in table
 
 
 def test_adapter_bench_reports_every_provider() -> None:
