@@ -182,7 +182,7 @@ class Runner:
             kept = copied
         meta = _EMPTY if not metadata else MappingProxyType(dict(metadata))
         # Every field given in order (no keyword, no default's factory): mypy checks each
-        # one's type, and no two fields of one type stand side by side.
+        # one's type; of neighbours, only `agent` and `calling` (both text) could swap unseen.
         run = _run_info(
             f"{_RUN_PREFIX}-{next(_run_ids)}" if run_id is None else run_id,
             meta,  # metadata
